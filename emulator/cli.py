@@ -1,0 +1,214 @@
+"""The `gpuemu` command line: run a PTX kernel with arguments from .npy files and write the results back."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from .errors import GpuemuError, UsageError
+
+DTYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+          "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+          "f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def parse_dims(text: str, what: str):
+    try:
+        values = [int(part, 0) for part in text.replace("x", ",").split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"{what} '{text}' is not X[,Y[,Z]] of integers") from None
+    if not 1 <= len(values) <= 3:
+        raise UsageError(f"{what} '{text}' must have 1 to 3 components")
+    return tuple(values)
+
+
+def _dtype(name: str, spec: str):
+    if name not in DTYPES:
+        raise UsageError(f"unknown type '{name}' in '{spec}' (use one of {' '.join(DTYPES)})")
+    return np.dtype(DTYPES[name])
+
+
+def _scalar(dtype: np.dtype, text: str, spec: str):
+    try:
+        if dtype.kind == "f":
+            return dtype.type(float(text))
+        value = int(text, 0)
+    except ValueError:
+        raise UsageError(f"'{text}' in '{spec}' is not a {dtype.name} value") from None
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise UsageError(f"{value} in '{spec}' is out of range for {dtype.name}")
+    return dtype.type(value)
+
+
+def parse_arg(spec: str, base_dir: str = "."):
+    """`@file.npy` → array, `zeros:f32:1024` → array, `i32:5` → numpy scalar."""
+    if spec.startswith("@"):
+        path = os.path.join(base_dir, spec[1:])
+        try:
+            return np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise UsageError(f"argument file '{path}' not found") from None
+        except (ValueError, OSError) as error:
+            raise UsageError(f"cannot read '{path}' as .npy: {error}") from None
+    parts = spec.split(":")
+    if parts[0] == "zeros":
+        if len(parts) != 3:
+            raise UsageError(f"'{spec}' should be zeros:DTYPE:COUNT")
+        dtype = _dtype(parts[1], spec)
+        try:
+            count = int(parts[2], 0)
+        except ValueError:
+            raise UsageError(f"count '{parts[2]}' in '{spec}' is not an integer") from None
+        if count < 0:
+            raise UsageError(f"negative count in '{spec}'")
+        return np.zeros(count, dtype=dtype)
+    if len(parts) != 2:
+        raise UsageError(f"'{spec}' is not @file.npy, zeros:DTYPE:COUNT or DTYPE:VALUE")
+    return _scalar(_dtype(parts[0], spec), parts[1], spec)
+
+
+def _write_npy_atomically(path: str, array: np.ndarray) -> None:
+    directory = os.path.dirname(path) or "."
+    handle, temp = tempfile.mkstemp(dir=directory, suffix=".npy.tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            np.save(stream, array, allow_pickle=False)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+
+
+def _write_json_atomically(path: str, data: dict) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=directory, suffix=".json.tmp")
+    with os.fdopen(handle, "w") as stream:
+        json.dump(data, stream, indent=2, sort_keys=True, default=str)
+        stream.write("\n")
+    os.replace(temp, path)
+
+
+def _add_launch_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="PTX file (as nvcc -ptx, Triton or clang emit it)")
+    parser.add_argument("--kernel", help="entry name, mangled or plain (default: the only kernel)")
+    parser.add_argument("--grid", required=True, help="grid dimensions X[,Y[,Z]]")
+    parser.add_argument("--block", required=True, help="block dimensions X[,Y[,Z]]")
+    parser.add_argument("--shared", type=lambda s: int(s, 0), default=0, help="dynamic shared memory bytes")
+    parser.add_argument("--max-dynamic-shared", type=lambda s: int(s, 0), default=None,
+                        help="opt in to more than 48 KB of dynamic shared memory (cudaFuncSetAttribute)")
+    parser.add_argument("--arg", action="append", default=[], metavar="SPEC",
+                        help="kernel argument in parameter order: @file.npy, zeros:DTYPE:COUNT or DTYPE:VALUE")
+    parser.add_argument("--const", action="append", default=[], metavar="NAME=@file.npy",
+                        help="set a __constant__ (or __device__) symbol before the launch")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="stop after this many scheduler steps (default 20,000,000)")
+    parser.add_argument("--backend", choices=("auto", "c", "numpy"), default="auto",
+                        help="memory core: the C library or the pure-numpy fallback")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gpuemu", description="Run CUDA PTX kernels on the CPU, instruction by instruction.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    run = commands.add_parser("run", help="run a kernel and write its buffers")
+    _add_launch_arguments(run)
+    run.add_argument("--out", help="directory for argK.npy (every buffer argument after the launch)")
+    run.add_argument("--json", help="write the run's statistics as JSON")
+    isa = commands.add_parser("isa", help="list the instructions gpuemu implements")
+    isa.add_argument("--markdown", action="store_true", help="as a markdown table")
+    return parser
+
+
+def prepare_launch(options):
+    """Load the module, resolve the kernel, set constants and parse the arguments."""
+    from .launch import Device, Module
+    if not os.path.exists(options.file):
+        raise UsageError(f"{options.file}: no such file")
+    with open(options.file, encoding="utf-8", errors="replace") as handle:
+        text = handle.read()
+    device = Device(backend=options.backend)
+    module = Module(text, options.file, device)
+    kernel = module.kernel(options.kernel)
+    for item in options.const:
+        name, sep, spec = item.partition("=")
+        if not sep or not spec.startswith("@"):
+            raise UsageError(f"--const '{item}' should be NAME=@file.npy")
+        module.set_symbol(name, parse_arg(spec))
+    args = [parse_arg(spec) for spec in options.arg]
+    grid = parse_dims(options.grid, "--grid")
+    block = parse_dims(options.block, "--block")
+    return module, kernel, args, grid, block
+
+
+def command_run(options) -> int:
+    from .launch import DEFAULT_MAX_STEPS
+    from .errors import DeviceError
+    module, kernel, args, grid, block = prepare_launch(options)
+    if options.out:
+        os.makedirs(options.out, exist_ok=True)
+    stats_json = None
+    try:
+        stats = kernel.launch(grid, block, args, options.shared,
+                              max_steps=options.max_steps or DEFAULT_MAX_STEPS,
+                              max_dynamic_shared=options.max_dynamic_shared)
+    except DeviceError as error:
+        if options.json:
+            _write_json_atomically(options.json, {"status": "error", "error": error.cuda_error,
+                                                  "message": error.summary})
+        raise
+    stats_json = stats.as_dict()
+    stats_json["status"] = "ok"
+    if options.out:
+        for index, arg in enumerate(args):
+            if isinstance(arg, np.ndarray):
+                _write_npy_atomically(os.path.join(options.out, f"arg{index}.npy"), arg)
+    if options.json:
+        _write_json_atomically(options.json, stats_json)
+    return 0
+
+
+def command_isa(options) -> int:
+    from isa.table import FAMILIES, coverage
+    if options.markdown:
+        print(coverage())
+    else:
+        for family in FAMILIES:
+            print(f"{family.mnemonic:12s} {family.op_class}")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    try:
+        options = parser.parse_args(argv)
+        if options.command is None:
+            parser.print_help()
+            return 2
+        handler = {"run": command_run, "isa": command_isa}[options.command]
+        return handler(options)
+    except GpuemuError as error:
+        sys.stdout.flush()
+        print(f"gpuemu: error: {error}", file=sys.stderr)
+        return error.exit_status
+    except KeyboardInterrupt:
+        print("gpuemu: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("gpuemu: error: out of host memory (try a smaller launch)", file=sys.stderr)
+        return 5
+
+
+if __name__ == "__main__":
+    sys.exit(main())

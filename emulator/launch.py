@@ -1,0 +1,476 @@
+"""Modules, kernels and launches: loading PTX into device memory, CUDA's launch checks, batching CTAs, errors."""
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from isa.types import TYPES
+
+from . import ir
+from . import syntax as S
+from .errors import DeviceError, LaunchError, PTXSemanticError, UsageError
+from .lower import lower_kernel, type_size, variable_align, variable_size
+from .machine import Batch
+from .memory import DeviceFault, Memory
+from .parse import parse
+
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2 ** 31 - 1, 65535, 65535)
+SHARED_DEFAULT_LIMIT = 48 * 1024
+SHARED_OPTIN_LIMIT = 227 * 1024
+PARAM_LIMIT = 32764
+DEFAULT_MAX_STEPS = 20_000_000
+DEFAULT_BATCH_BYTES = 768 * 1024 * 1024
+
+
+def plain_name(mangled: str) -> str:
+    """`_Z6vecaddPKfS0_Pfi` → `vecadd`; names that are not Itanium-mangled come back unchanged."""
+    match = re.match(r"_Z(?:N(?:\d+\w+?)*)?(\d+)", mangled)
+    if not match:
+        return mangled
+    length = int(match.group(1))
+    start = match.end()
+    return mangled[start:start + length]
+
+
+def dim3(value) -> Tuple[int, int, int]:
+    if isinstance(value, (int, np.integer)):
+        return (int(value), 1, 1)
+    items = [int(v) for v in value]
+    if not 1 <= len(items) <= 3:
+        raise LaunchError("CUDA_ERROR_INVALID_VALUE", f"dimensions {value} must have 1 to 3 components")
+    return tuple(items + [1] * (3 - len(items)))
+
+
+@dataclass
+class LaunchStats:
+    kernel: str
+    grid: Tuple[int, int, int]
+    block: Tuple[int, int, int]
+    warp_instructions: int = 0
+    thread_instructions: int = 0
+    steps: int = 0
+    batches: int = 0
+    wall_seconds: float = 0.0
+    memory_backend: str = ""
+    extra: Dict[str, object] = field(default_factory=dict)
+
+    def as_dict(self) -> Dict[str, object]:
+        data = {
+            "kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
+            "warp_instructions": self.warp_instructions, "thread_instructions": self.thread_instructions,
+            "scheduler_steps": self.steps, "batches": self.batches, "wall_seconds": self.wall_seconds,
+            "thread_instructions_per_second": (self.thread_instructions / self.wall_seconds
+                                               if self.wall_seconds > 0 else None),
+            "memory_backend": self.memory_backend,
+        }
+        data.update(self.extra)
+        return data
+
+
+class Device:
+    """A device context: one global memory and the stream printf writes to."""
+
+    def __init__(self, *, backend: str = "auto", stdout=None):
+        self.memory = Memory(backend=backend)
+        self.stdout = stdout
+        self.launches = 0
+
+    def write_stdout(self, text: str) -> None:
+        stream = self.stdout if self.stdout is not None else sys.stdout
+        stream.write(text)
+
+
+class Module:
+    """A PTX module loaded into a device: globals allocated, constants initialised, kernels on demand."""
+
+    def __init__(self, text: str, source_name: str = "<ptx>", device: Optional[Device] = None):
+        self.source_name = source_name
+        self.syntax = parse(text, source_name)
+        self.device = device or Device()
+        self.symbols: Dict[str, ir.SymbolInfo] = {}
+        self.const_base = 0
+        self.const_size = 0
+        self._programs: Dict[str, ir.Program] = {}
+        self._load_variables()
+
+    # ---- variables ----
+    def _load_variables(self) -> None:
+        memory = self.device.memory
+        const_decls = [d for d in self.syntax.variables if d.space == "const"]
+        offset = 0
+        for decl in const_decls:
+            align = variable_align(decl)
+            offset = (offset + align - 1) // align * align
+            self.symbols[decl.name] = ir.SymbolInfo(decl.name, "const", offset, variable_size(decl), align)
+            offset += variable_size(decl)
+        self.const_size = max(offset, 4)
+        self.const_base = memory.alloc(self.const_size, kind="const", name="__constant__")
+        memory.write(self.const_base, np.zeros(self.const_size, dtype=np.uint8))
+        for decl in self.syntax.variables:
+            if decl.space == "global":
+                size = max(variable_size(decl), 1)
+                address = memory.alloc(size, align=max(variable_align(decl), 16), name=decl.name)
+                memory.write(address, np.zeros(size, dtype=np.uint8))
+                self.symbols[decl.name] = ir.SymbolInfo(decl.name, "global", address, size, variable_align(decl))
+        for decl in self.syntax.variables:
+            if decl.init is not None and decl.space in ("global", "const"):
+                symbol = self.symbols[decl.name]
+                base = symbol.address + (self.const_base if decl.space == "const" else 0)
+                memory.write(base, self._initializer_bytes(decl))
+            elif decl.space not in ("global", "const", "shared"):
+                raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                       f"module-scope .{decl.space} variables are not supported")
+
+    def _initializer_bytes(self, decl: S.VarDecl) -> np.ndarray:
+        element = TYPES.get(decl.type)
+        size = variable_size(decl)
+        out = np.zeros(size, dtype=np.uint8)
+        values = []
+
+        def flatten(value):
+            if isinstance(value, list):
+                for item in value:
+                    flatten(item)
+            else:
+                values.append(value)
+
+        flatten(decl.init)
+        width = element.bytes if element else 1
+        for i, value in enumerate(values):
+            if (i + 1) * width > size:
+                raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                       f"too many initialisers for '{decl.name}'")
+            if isinstance(value, tuple):
+                _, name, extra = value
+                target = self.symbols.get(name)
+                if target is None:
+                    raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                           f"initialiser names unknown symbol '{name}'")
+                address = target.address + (self.const_base if target.space == "const" else 0) + extra
+                raw = np.array([address], dtype=np.uint64).view(np.uint8)[:width]
+            else:
+                from .executors import immediate
+                ref = ir.ImmRef(value.kind, value.value)
+                scalar = immediate(ref, decl.type if element else "b8")
+                raw = np.array([scalar]).view(np.uint8)
+            out[i * width:(i + 1) * width] = raw
+        return out
+
+    def global_address(self, name: str) -> Tuple[int, int]:
+        """(device address, size) of a __device__ or __constant__ symbol."""
+        symbol = self.symbols.get(name)
+        if symbol is None:
+            for candidate in self.symbols.values():
+                if plain_name(candidate.name) == name:
+                    symbol = candidate
+                    break
+        if symbol is None:
+            raise UsageError(f"no __constant__ or __device__ symbol named '{name}' in {self.source_name}")
+        base = self.const_base if symbol.space == "const" else 0
+        return base + symbol.address, symbol.size
+
+    def set_symbol(self, name: str, data: np.ndarray) -> None:
+        address, size = self.global_address(name)
+        raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        if raw.size > size:
+            raise UsageError(f"{raw.size} bytes do not fit symbol '{name}' of {size} bytes")
+        self.device.memory.write(address, raw)
+
+    # ---- kernels ----
+    @property
+    def kernel_names(self) -> List[str]:
+        return [fn.name for fn in self.syntax.functions if fn.kind == "entry" and fn.body is not None]
+
+    def resolve_kernel(self, name: Optional[str]) -> str:
+        names = self.kernel_names
+        if name is None:
+            if len(names) == 1:
+                return names[0]
+            listing = ", ".join(plain_name(n) for n in names) or "none"
+            raise UsageError(f"{self.source_name} has {len(names)} kernels ({listing}): choose one with --kernel")
+        if name in names:
+            return name
+        matches = [n for n in names if plain_name(n) == name]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise UsageError(f"'{name}' is ambiguous: {', '.join(matches)}")
+        listing = ", ".join(plain_name(n) for n in names) or "none"
+        raise UsageError(f"no kernel named '{name}' in {self.source_name} (kernels: {listing})")
+
+    def program(self, name: str) -> ir.Program:
+        if name not in self._programs:
+            self._programs[name] = lower_kernel(self.syntax, name, self.symbols)
+        return self._programs[name]
+
+    def kernel(self, name: Optional[str] = None) -> "Kernel":
+        return Kernel(self, self.resolve_kernel(name))
+
+    def __getitem__(self, name: str) -> "Kernel":
+        return self.kernel(name)
+
+
+class Kernel:
+    """One entry function of a module; launch it with numpy arrays and scalars."""
+
+    def __init__(self, module: Module, name: str):
+        self.module = module
+        self.name = name
+        self.program = module.program(name)
+
+    @property
+    def params(self) -> List[ir.KernelParam]:
+        return self.program.params
+
+    def __call__(self, grid, block, args, shared_mem: int = 0, **options) -> LaunchStats:
+        return self.launch(grid, block, args, shared=shared_mem, **options)
+
+    def launch(self, grid, block, args: Sequence, shared: int = 0, *, max_steps: int = DEFAULT_MAX_STEPS,
+               observer=None, max_dynamic_shared: Optional[int] = None,
+               batch_bytes: int = DEFAULT_BATCH_BYTES) -> LaunchStats:
+        """Run the kernel; numpy array arguments are copied to the device and written back in place."""
+        launch = Launch(self, dim3(grid), dim3(block), int(shared), observer=observer,
+                        max_dynamic_shared=max_dynamic_shared)
+        return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes)
+
+
+class DevicePointer(int):
+    """A raw device address passed as a pointer argument (no copy in or out)."""
+
+
+class Launch:
+    """One kernel launch: configuration checks, parameter buffer, CTA batches, and the errors it can end in."""
+
+    def __init__(self, kernel: Kernel, grid, block, dynamic_shared: int, *, observer=None,
+                 max_dynamic_shared: Optional[int] = None):
+        self.kernel = kernel
+        self.program = kernel.program
+        self.device = kernel.module.device
+        self.memory = self.device.memory
+        self.grid, self.block = grid, block
+        self.dynamic_shared = dynamic_shared
+        self.observer = observer
+        self.const_base = kernel.module.const_base
+        self.const_size = kernel.module.const_size
+        self.shared_bytes = self.program.static_shared + dynamic_shared
+        self.device.launches += 1
+        self.grid_id = self.device.launches
+        self._check_configuration(max_dynamic_shared)
+
+    def _check_configuration(self, max_dynamic_shared: Optional[int]) -> None:
+        name = plain_name(self.program.name)
+        for value, limit, what in zip(self.block, MAX_BLOCK, "xyz"):
+            if value < 1 or value > limit:
+                raise LaunchError("CUDA_ERROR_INVALID_VALUE",
+                                  f"block dimension {what}={value} of {name} is outside 1..{limit}")
+        threads = self.block[0] * self.block[1] * self.block[2]
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise LaunchError("CUDA_ERROR_INVALID_VALUE",
+                              f"{threads} threads per block for {name}; the limit is {MAX_THREADS_PER_BLOCK}")
+        for value, limit, what in zip(self.grid, MAX_GRID, "xyz"):
+            if value < 1 or value > limit:
+                raise LaunchError("CUDA_ERROR_INVALID_VALUE",
+                                  f"grid dimension {what}={value} of {name} is outside 1..{limit}")
+        directives = self.program.directives
+        if "maxntid" in directives:
+            limit = int(np.prod(directives["maxntid"]))
+            if threads > limit:
+                raise LaunchError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+                                  f"{threads} threads per block exceed .maxntid {limit} of {name}")
+        if "reqntid" in directives:
+            wanted = tuple(directives["reqntid"]) + (1,) * (3 - len(directives["reqntid"]))
+            if tuple(self.block) != wanted:
+                raise LaunchError("CUDA_ERROR_INVALID_VALUE", f"{name} requires a block of {wanted} (.reqntid)")
+        if self.dynamic_shared < 0:
+            raise LaunchError("CUDA_ERROR_INVALID_VALUE", "negative dynamic shared memory size")
+        optin = max_dynamic_shared if max_dynamic_shared is not None else 0
+        limit = SHARED_DEFAULT_LIMIT
+        if optin:
+            if optin > SHARED_OPTIN_LIMIT - self.program.static_shared:
+                raise LaunchError("CUDA_ERROR_INVALID_VALUE",
+                                  f"max dynamic shared size {optin} exceeds the sm_90 limit of {SHARED_OPTIN_LIMIT} bytes")
+            limit = max(limit, self.program.static_shared + optin)
+        if self.shared_bytes > limit:
+            advice = " without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize)" \
+                if self.shared_bytes <= SHARED_OPTIN_LIMIT else f"; the sm_90 maximum is {SHARED_OPTIN_LIMIT}"
+            raise LaunchError("CUDA_ERROR_INVALID_VALUE",
+                              f"{name} needs {self.shared_bytes} bytes of shared memory "
+                              f"({self.program.static_shared} static + {self.dynamic_shared} dynamic), more than "
+                              f"{limit}{advice}")
+        if self.program.param_bytes > PARAM_LIMIT:
+            raise LaunchError("CUDA_ERROR_INVALID_VALUE", f"{self.program.param_bytes} bytes of parameters")
+
+    # ---- parameters ----
+    def _parameter_buffer(self, args: list) -> Tuple[np.ndarray, list]:
+        params = self.program.params
+        name = plain_name(self.program.name)
+        if len(args) != len(params):
+            raise UsageError(f"{name} takes {len(params)} arguments, {len(args)} given")
+        buffer = np.zeros(max(self.program.param_bytes, 1), dtype=np.uint8)
+        copies = []
+        for index, (param, arg) in enumerate(zip(params, args)):
+            if isinstance(arg, np.ndarray):
+                if param.size != 8:
+                    raise UsageError(f"argument {index} is a buffer but parameter {param.name} is "
+                                     f".{param.type} ({param.size} bytes), not a 64-bit pointer")
+                data = np.ascontiguousarray(arg)
+                address = self.memory.alloc(max(data.nbytes, 1), name=f"arg{index}")
+                self.memory.write(address, data.view(np.uint8).reshape(-1))
+                copies.append((arg, address, data.nbytes))
+                raw = np.array([address], dtype=np.uint64).view(np.uint8)
+            elif isinstance(arg, DevicePointer):
+                raw = np.array([int(arg)], dtype=np.uint64).view(np.uint8)
+            else:
+                value = arg if isinstance(arg, np.generic) else self._python_scalar(arg, param)
+                raw = np.array([value]).view(np.uint8)
+                if raw.size != param.size:
+                    raise UsageError(f"argument {index} is {value.dtype.name} ({raw.size} bytes) but parameter "
+                                     f"{param.name} is .{param.type} ({param.size} bytes)")
+            buffer[param.offset:param.offset + raw.size] = raw
+        return buffer, copies
+
+    @staticmethod
+    def _python_scalar(value, param: ir.KernelParam):
+        t = TYPES.get(param.type)
+        if t is None or t.kind == "pred":
+            raise UsageError(f"cannot pass a Python scalar for parameter {param.name} (.{param.type})")
+        if t.kind == "float":
+            return t.dtype.type(value)
+        mask = (1 << t.bits) - 1
+        return np.array(int(value) & mask, dtype=np.dtype(f"u{t.bytes}")).view(t.dtype)[()]
+
+    # ---- running ----
+    def run(self, args: list, *, max_steps: int, batch_bytes: int) -> LaunchStats:
+        start = time.perf_counter()
+        buffer, copies = self._parameter_buffer(args)
+        self.param_base = self.memory.alloc(buffer.size, kind="param", name="__params__")
+        self.memory.write(self.param_base, buffer)
+        stats = LaunchStats(self.program.name, self.grid, self.block, memory_backend=self.memory.backend)
+        try:
+            total_ctas = self.grid[0] * self.grid[1] * self.grid[2]
+            per_cta = self._bytes_per_cta()
+            ctas_per_batch = max(1, min(total_ctas, batch_bytes // max(per_cta, 1)))
+            cta = 0
+            remaining = max_steps
+            while cta < total_ctas:
+                count = min(ctas_per_batch, total_ctas - cta)
+                tpc_pad = (self.block[0] * self.block[1] * self.block[2] + 31) // 32 * 32
+                self.memory.set_windows(n_ctas=count, threads_per_cta=tpc_pad, shared_bytes=self.shared_bytes,
+                                        local_bytes=self.program.local_bytes)
+                batch = Batch(self, self.program, cta, count)
+                if self.observer is not None:
+                    self.observer.begin_batch(batch)
+                batch.run(remaining)
+                remaining -= batch.steps
+                stats.warp_instructions += batch.warp_instructions
+                stats.thread_instructions += batch.thread_instructions
+                stats.steps += batch.steps
+                stats.batches += 1
+                cta += count
+            for array, address, nbytes in copies:
+                if nbytes and array.flags.writeable:
+                    array.reshape(-1).view(np.uint8)[:] = self.memory.read(address, nbytes)
+        finally:
+            for _, address, _ in copies:
+                self.memory.free(address)
+            self.memory.free(self.param_base)
+        stats.wall_seconds = time.perf_counter() - start
+        return stats
+
+    def _bytes_per_cta(self) -> int:
+        tpc_pad = (self.block[0] * self.block[1] * self.block[2] + 31) // 32 * 32
+        register_bytes = sum(reg.storage.itemsize for reg in self.program.registers)
+        return tpc_pad * (register_bytes + self.program.local_bytes + 48) + self.shared_bytes
+
+    def write_stdout(self, text: str) -> None:
+        self.device.write_stdout(text)
+
+    # ---- errors ----
+    def where(self, instr: ir.Instr) -> str:
+        text = f"{self.program.source_name}:{instr.line}"
+        if instr.source is not None:
+            text += f" ({instr.source[0]}:{instr.source[1]})"
+        return text
+
+    def _who(self, batch: Batch, thread: Optional[int]) -> str:
+        if thread is None:
+            return ""
+        block, thread_xyz = batch.thread_coordinates(thread)
+        return f"block ({block[0]},{block[1]},{block[2]}), thread ({thread_xyz[0]},{thread_xyz[1]},{thread_xyz[2]})"
+
+    def fault_error(self, batch: Batch, instr: ir.Instr, fault: DeviceFault, thread: Optional[int]) -> DeviceError:
+        name = plain_name(self.program.name)
+        cuda_error = "CUDA_ERROR_MISALIGNED_ADDRESS" if fault.kind == "misaligned" else "CUDA_ERROR_ILLEGAL_ADDRESS"
+        access = {"load": "read", "store": "write", "atomic": "atomic"}.get(fault.op, fault.op)
+        detail_lines = [line.strip() for line in fault.detail.splitlines() if line.strip()]
+        who = self._who(batch, thread)
+        report = "\n".join(
+            [f"========= Invalid __{fault.space}__ {access} of size {fault.width} bytes",
+             f"=========     at {name}+0x{instr.pc * 16:x} in {self.where(instr)}",
+             f"=========     by thread {who.split(', thread ')[-1] if who else '?'} in "
+             f"{who.split(', thread ')[0] if who else '?'}"] +
+            [f"=========     {line}" for line in detail_lines])
+        summary = (f"{cuda_error}: invalid __{fault.space}__ {access} of {fault.width} bytes at "
+                   f"0x{fault.address:x} ({'; '.join(detail_lines) or fault.kind}) in kernel {name}, pc {instr.pc}, "
+                   f"{self.where(instr)} `{instr.text}`, {who}")
+        return DeviceError(cuda_error, report, summary)
+
+    def deadlock_error(self, batch: Batch) -> DeviceError:
+        name = plain_name(self.program.name)
+        waiting = batch.waiting_warps()
+        parts = []
+        for cta, warp, pc in waiting[:8]:
+            block, _ = batch.thread_coordinates(cta * batch.tpc_pad)
+            instr = self.program.instrs[pc]
+            parts.append(f"block ({block[0]},{block[1]},{block[2]}) warp {warp} waits at pc {pc} "
+                         f"{self.where(instr)} `{instr.text}`")
+        more = f" (+{len(waiting) - 8} more warps)" if len(waiting) > 8 else ""
+        summary = (f"GPUEMU_DEADLOCK: kernel {name} can never finish: threads wait at a barrier that the rest of "
+                   f"their block will not reach: " + "; ".join(parts) + more)
+        return DeviceError("GPUEMU_DEADLOCK", summary, summary)
+
+    def step_limit_error(self, batch: Batch, instr: ir.Instr) -> DeviceError:
+        name = plain_name(self.program.name)
+        summary = (f"GPUEMU_STEP_LIMIT: kernel {name} ran more than {batch.max_steps} scheduler steps "
+                   f"(--max-steps); last at pc {instr.pc}, {self.where(instr)} `{instr.text}`")
+        return DeviceError("GPUEMU_STEP_LIMIT", summary, summary)
+
+    def trap_error(self, batch: Batch, instr: ir.Instr, thread: int) -> DeviceError:
+        name = plain_name(self.program.name)
+        summary = (f"CUDA_ERROR_LAUNCH_FAILED: trap in kernel {name}, pc {instr.pc}, {self.where(instr)}, "
+                   f"{self._who(batch, int(thread))}")
+        return DeviceError("CUDA_ERROR_LAUNCH_FAILED", summary, summary)
+
+    def assert_error(self, batch: Batch, instr: ir.Instr, site, thread: int) -> DeviceError:
+        from .lower import FUNC_PARAM_BASE
+        from .printf import read_c_string
+        texts = []
+        threads = np.array([thread], dtype=np.int64)
+        for symbol in site.arguments[:4]:
+            raw = self.memory.load("local", np.array([symbol.address - FUNC_PARAM_BASE], dtype=np.uint64),
+                                   threads, 8 if symbol.size >= 8 else 4)
+            texts.append(int(raw.view(np.uint64 if symbol.size >= 8 else np.uint32)[0, 0]))
+        message = read_c_string(self.memory, texts[0], thread).decode(errors="replace") if texts else "?"
+        source = read_c_string(self.memory, texts[1], thread).decode(errors="replace") if len(texts) > 1 else "?"
+        line = texts[2] if len(texts) > 2 else 0
+        summary = (f"CUDA_ERROR_ASSERT: {source}:{line}: Assertion `{message}` failed in kernel "
+                   f"{plain_name(self.program.name)}, {self._who(batch, thread)}")
+        return DeviceError("CUDA_ERROR_ASSERT", summary, summary)
+
+
+def load(source: Union[str, "os.PathLike"], *, device: Optional[Device] = None) -> Module:
+    """Load PTX from a path or from PTX text."""
+    import os
+    text = str(source)
+    if isinstance(source, os.PathLike) or (("\n" not in text) and os.path.exists(text)):
+        path = os.fspath(source)
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return Module(handle.read(), path, device)
+    return Module(text, "<ptx>", device)

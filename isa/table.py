@@ -1,0 +1,601 @@
+"""The PTX instruction table: one entry per opcode family, expanded over its types and validated at import."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+from . import fp, intops
+from .types import FLOATS, HALVES, INT_TYPES, TYPES, widened
+
+# ---- modifier vocabulary -------------------------------------------------------------------------
+# Each family lists the categories it accepts; the decoder files every dotted modifier under the
+# family's category that contains it, so modifiers may come in any order.
+
+CATEGORIES: Dict[str, frozenset] = {name: frozenset(values.split()) for name, values in {
+    "rnd": "rn rz rm rp",
+    "irnd": "rni rzi rmi rpi",
+    "ftz": "ftz",
+    "sat": "sat",
+    "relu": "relu",
+    "approx": "approx full",
+    "nan": "NaN",
+    "xorsign": "xorsign",
+    "absmod": "abs",
+    "noftz": "noftz",
+    "oob": "oob",
+    "mulmode": "lo hi wide",
+    "halfmode": "lo hi",
+    "cc": "cc",
+    "cmp": "eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan",
+    "boolop": "and or xor",
+    "space": "global shared local const param",
+    "cache": "ca cg cs lu cv wb wt nc volatile unified",
+    "sem": "relaxed acquire release acq_rel sc weak mmio",
+    "scope": "cta cluster gpu sys",
+    "vec": "v2 v4 v8",
+    "atomop": "add exch cas min max inc dec and or xor",
+    "redop": "add min max inc dec and or xor",
+    "uni": "uni",
+    "shfldir": "l r",
+    "shfmode": "clamp wrap",
+    "prmtmode": "f4e b4e rc8 ecl ecr rc16",
+    "shiftamt": "shiftamt",
+    "testprop": "finite infinite number notanumber normal subnormal",
+    "cvtadir": "to",
+    "barmode": "sync arrive red",
+    "aligned": "aligned",
+    "barredop": "popc and or",
+    "sync": "sync",
+    "shflmode": "up down bfly idx",
+    "votemode": "all any uni ballot",
+    "matchmode": "any all",
+    "reduxop": "add min max and or xor",
+    "membarlevel": "cta gl sys",
+    "fenceproxy": "proxy async alias tensormap",
+    "prefetchlevel": "L1 L2",
+    "barwarp": "warp",
+}.items()}
+
+#: modifiers with a `::` qualifier keep only the part before it (shared::cta → shared) except hints.
+HINT_PREFIXES = ("L1::", "L2::", "L2", "ld_cg", "level::")
+
+ARITH_INT = ("u16", "u32", "u64", "s16", "s32", "s64")
+ALL_DATA = INT_TYPES + FLOATS + HALVES
+BITWISE = ("pred", "b16", "b32", "b64")
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """An instruction's family with its modifiers sorted into categories and its types in order."""
+    family: "Family"
+    types: Tuple[str, ...]
+    mods: Tuple[Tuple[str, str], ...]
+    hints: Tuple[str, ...] = ()
+
+    @property
+    def type(self) -> str:
+        return self.types[0]
+
+    def get(self, category: str, default=None):
+        for name, value in self.mods:
+            if name == category:
+                return value
+        return default
+
+    def has(self, category: str) -> bool:
+        return any(name == category for name, _ in self.mods)
+
+    @property
+    def signature(self) -> "Signature":
+        sig = self.family.sig
+        return parse_signature(sig(self) if callable(sig) else sig, self.types)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Destination type (None if none) and source types, concrete for one decoded instruction."""
+    dest: Optional[str]
+    sources: Tuple[str, ...]
+    optional: int  # how many trailing sources may be omitted
+
+
+@dataclass(frozen=True)
+class Family:
+    mnemonic: str
+    sig: Union[str, Callable[[Decoded], str]]
+    types: Tuple[Tuple[str, ...], ...] = ()
+    mods: Tuple[str, ...] = ()
+    op_class: str = "alu"
+    build: Optional[Callable[[Decoded], Callable]] = None
+    doc: str = ""
+    carry_in: bool = False
+    carry_out: bool = False
+    type_optional: bool = False
+
+
+def parse_signature(text: str, types: Tuple[str, ...]) -> Signature:
+    """'T <- T, u32, pred?' → concrete types; T/T0 is the first type slot, T1 the second, W is T widened."""
+    dest_text, _, src_text = text.partition("<-")
+
+    def resolve(token: str) -> str:
+        token = token.strip().rstrip("?")
+        if token in ("T", "T0"):
+            return types[0]
+        if token == "T1":
+            return types[1]
+        if token == "W":
+            return widened(types[0])
+        return token
+
+    dest = resolve(dest_text) if dest_text.strip() else None
+    tokens = [tok.strip() for tok in src_text.split(",") if tok.strip()]
+    optional = sum(1 for tok in tokens if tok.endswith("?"))
+    return Signature(dest, tuple(resolve(tok) for tok in tokens), optional)
+
+
+# ---- semantics builders: decoded instruction → pure function over numpy arrays --------------------
+
+def _float_kw(d: Decoded, *, rnd: bool = True, sat: bool = True) -> dict:
+    kw = {"ty": d.type, "ftz": d.has("ftz")}
+    if rnd:
+        kw["rnd"] = d.get("rnd", "rn")
+    if sat:
+        kw["sat"] = d.has("sat")
+    return kw
+
+
+def _is_float(d: Decoded) -> bool:
+    return TYPES[d.type].is_float
+
+
+def _add(d):
+    if _is_float(d):
+        return partial(fp.fadd, **_float_kw(d))
+    if d.has("cc"):
+        return intops.add_cc
+    if d.has("sat"):
+        return intops.add_sat_s32
+    return np.add
+
+
+def _addc(d):
+    return intops.addc
+
+
+def _sub(d):
+    if _is_float(d):
+        return partial(fp.fsub, **_float_kw(d))
+    if d.has("cc"):
+        return intops.sub_cc
+    if d.has("sat"):
+        return intops.sub_sat_s32
+    return np.subtract
+
+
+def _subc(d):
+    return intops.subc
+
+
+def _mul(d):
+    if _is_float(d):
+        return partial(fp.fmul, **_float_kw(d))
+    mode = d.get("mulmode", "lo")
+    if mode == "hi":
+        return partial(intops.mul_hi, ty=d.type)
+    if mode == "wide":
+        return partial(intops.mul_wide, ty=d.type)
+    return np.multiply
+
+
+def _mul_sig(d):
+    return "W <- T, T" if d.get("mulmode") == "wide" else "T <- T, T"
+
+
+def _mad(d):
+    if _is_float(d):
+        return partial(fp.ffma, **_float_kw(d))
+    mode = d.get("mulmode", "lo")
+    if d.has("cc"):
+        return partial(intops.mad_cc, hi=mode == "hi", ty=d.type)
+    if mode == "hi":
+        if d.has("sat"):
+            return intops.mad_hi_sat_s32
+        return partial(intops.mad_hi, ty=d.type)
+    if mode == "wide":
+        return partial(intops.mad_wide, ty=d.type)
+    return intops.mad_lo
+
+
+def _mad_sig(d):
+    return "W <- T, T, W" if d.get("mulmode") == "wide" else "T <- T, T, T"
+
+
+def _madc(d):
+    return partial(intops.madc, hi=d.get("mulmode", "lo") == "hi", ty=d.type)
+
+
+def _mul24(d):
+    return partial(intops.mul24, ty=d.type, hi=d.get("halfmode", "lo") == "hi")
+
+
+def _mad24(d):
+    return partial(intops.mad24, ty=d.type, hi=d.get("halfmode", "lo") == "hi", sat=d.has("sat"))
+
+
+def _fma(d):
+    return partial(fp.ffma, **_float_kw(d))
+
+
+def _div(d):
+    if _is_float(d):
+        mode = d.get("approx") or d.get("rnd", "rn")
+        return partial(fp.fdiv, ty=d.type, mode=mode, ftz=d.has("ftz"))
+    return partial(intops.div, ty=d.type)
+
+
+def _rem(d):
+    return partial(intops.rem, ty=d.type)
+
+
+def _abs(d):
+    if _is_float(d):
+        return partial(fp.fabs, ty=d.type, ftz=d.has("ftz"))
+    return intops.iabs
+
+
+def _neg(d):
+    if _is_float(d):
+        return partial(fp.fneg, ty=d.type, ftz=d.has("ftz"))
+    return intops.ineg
+
+
+def _minmax(float_fn, int_fn):
+    def build(d):
+        if _is_float(d):
+            return partial(float_fn, ty=d.type, ftz=d.has("ftz"), nan=d.has("nan"))
+        if d.has("relu"):
+            return partial(int_fn, relu=True)
+        return int_fn
+    return build
+
+
+def _unary_float(fn, *, with_mode=False):
+    def build(d):
+        kw = {"ty": d.type, "ftz": d.has("ftz")}
+        if with_mode:
+            kw["mode"] = d.get("approx") or d.get("rnd", "rn")
+        return partial(fn, **kw)
+    return build
+
+
+def _typed(fn, **fixed):
+    return lambda d: partial(fn, ty=d.type, **fixed)
+
+
+def _plain(fn):
+    return lambda d: fn
+
+
+def _bfind(d):
+    return partial(intops.bfind, ty=d.type, shiftamt=d.has("shiftamt"))
+
+
+def _prmt(d):
+    return partial(intops.prmt, mode=d.get("prmtmode"))
+
+
+def _shf(d):
+    return partial(intops.shf, direction=d.get("shfldir"), mode=d.get("shfmode"))
+
+
+def _shl(d):
+    return partial(intops.shl, bits=TYPES[d.type].bits)
+
+
+def _shr(d):
+    return partial(intops.shr, ty=d.type)
+
+
+def _logic(fn):
+    return lambda d: fn
+
+
+def _lop3(d):
+    return lambda a, b, c, lut: intops.lop3(a, b, c, lut=int(np.asarray(lut).reshape(-1)[0]) & 0xFF)
+
+
+def _compare(d):
+    if _is_float(d):
+        return partial(fp.fcompare, ty=d.type, cmp=d.get("cmp"), ftz=d.has("ftz"))
+    return partial(intops.icompare, cmp=d.get("cmp"))
+
+
+def _setp(d):
+    compare = _compare(d)
+    op = d.get("boolop")
+    if op is None:
+        return compare
+    return lambda a, b, c: intops.combine_pred(compare(a, b), c, op=op)
+
+
+def _set(d):
+    source = Decoded(d.family, d.types[1:], d.mods)
+    compare = _compare(source)
+    dtype = TYPES[d.types[0]].dtype
+    op = d.get("boolop")
+    if op is None:
+        return lambda a, b: intops.set_result(compare(a, b), dtype=dtype)
+    return lambda a, b, c: intops.set_result(intops.combine_pred(compare(a, b), c, op=op), dtype=dtype)
+
+
+def _selp(d):
+    return lambda a, b, c: np.where(c, a, b)
+
+
+def _slct(d):
+    if TYPES[d.types[1]].is_float:
+        ftz = d.has("ftz")
+        zero = np.float32(0)
+
+        def choose(a, b, c):
+            c = fp.cvt(c, dst="f32", src="f32", ftz=True) if ftz else c
+            return np.where(c >= zero, a, b)
+        return choose
+    return lambda a, b, c: np.where(c >= 0, a, b)
+
+
+def _testp(d):
+    return partial(fp.testp, ty=d.type, prop=d.get("testprop"))
+
+
+def _copysign(d):
+    return partial(fp.copysign, ty=d.type)
+
+
+def _cvt(d):
+    dst, src = d.types
+    rnd = d.get("rnd") or d.get("irnd")
+    if TYPES[dst].bits == 32 and dst in ("f16x2", "bf16x2") and src == "f32" or dst in ("e4m3x2", "e5m2x2") and src == "f32":
+        return partial(fp.cvt_pack, dst=dst, rnd=rnd or "rn", relu=d.has("relu"), sat=d.has("sat"))
+    return partial(fp.cvt, dst=dst, src=src, rnd=rnd, ftz=d.has("ftz"), sat=d.has("sat"), relu=d.has("relu"))
+
+
+def _cvt_sig(d):
+    dst, src = d.types
+    if dst in ("f16x2", "bf16x2", "e4m3x2", "e5m2x2") and src == "f32":
+        return "T0 <- T1, T1"
+    return "T0 <- T1"
+
+
+def _dp_sig(d):
+    acc = "s32" if "s32" in d.types else "u32"
+    return f"{acc} <- b32, b32, {acc}"
+
+
+def _dp4a(d):
+    return partial(intops.dp4a, atype=d.types[0], btype=d.types[1])
+
+
+def _dp2a(d):
+    return partial(intops.dp2a, atype=d.types[0], btype=d.types[1], hi=d.get("halfmode", "lo") == "hi")
+
+
+def _bmsk(d):
+    return partial(intops.bmsk, mode=d.get("shfmode"))
+
+
+def _szext(d):
+    return partial(intops.szext, mode=d.get("shfmode"), signed=d.type == "s32")
+
+
+CVT_TYPES = INT_TYPES + FLOATS + ("f16", "bf16", "tf32", "f16x2", "bf16x2", "e4m3x2", "e5m2x2")
+FLOAT_ALL = FLOATS + HALVES
+MEM_TYPES = INT_TYPES + FLOATS + ("f16", "f16x2", "bf16", "bf16x2")
+ATOM_TYPES = ("b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2")
+
+FAMILIES: Tuple[Family, ...] = (
+    # integer and float arithmetic
+    Family("add", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("rnd", "ftz", "sat", "cc"), build=_add,
+           carry_out=True),
+    Family("addc", "T <- T, T", (("u32", "s32", "u64", "s64"),), ("cc",), build=_addc, carry_in=True,
+           carry_out=True),
+    Family("sub", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("rnd", "ftz", "sat", "cc"), build=_sub,
+           carry_out=True),
+    Family("subc", "T <- T, T", (("u32", "s32", "u64", "s64"),), ("cc",), build=_subc, carry_in=True,
+           carry_out=True),
+    Family("mul", _mul_sig, (ARITH_INT + FLOAT_ALL,), ("mulmode", "rnd", "ftz", "sat"), build=_mul),
+    Family("mad", _mad_sig, (ARITH_INT + FLOAT_ALL,), ("mulmode", "rnd", "ftz", "sat", "cc"), build=_mad,
+           carry_out=True),
+    Family("madc", "T <- T, T, T", (("u32", "s32", "u64", "s64"),), ("mulmode", "cc"), build=_madc,
+           carry_in=True, carry_out=True),
+    Family("mul24", "T <- T, T", (("u32", "s32"),), ("halfmode",), build=_mul24),
+    Family("mad24", "T <- T, T, T", (("u32", "s32"),), ("halfmode", "sat"), build=_mad24),
+    Family("sad", "T <- T, T, T", (ARITH_INT,), build=_typed(intops.sad)),
+    Family("fma", "T <- T, T, T", (FLOAT_ALL,), ("rnd", "ftz", "sat", "oob", "relu"), build=_fma),
+    Family("div", "T <- T, T", (ARITH_INT + FLOATS,), ("rnd", "approx", "ftz"), build=_div),
+    Family("rem", "T <- T, T", (ARITH_INT,), build=_rem),
+    Family("abs", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), build=_abs),
+    Family("neg", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), build=_neg),
+    Family("min", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("ftz", "nan", "relu", "xorsign", "absmod"),
+           build=_minmax(fp.fmin, intops.imin)),
+    Family("max", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("ftz", "nan", "relu", "xorsign", "absmod"),
+           build=_minmax(fp.fmax, intops.imax)),
+    Family("copysign", "T <- T, T", (FLOATS,), build=_copysign),
+    Family("testp", "pred <- T", (FLOATS,), ("testprop",), build=_testp),
+    Family("rcp", "T <- T", (FLOATS,), ("rnd", "approx", "ftz"), build=_unary_float(fp.frcp, with_mode=True)),
+    Family("sqrt", "T <- T", (FLOATS,), ("rnd", "approx", "ftz"), build=_unary_float(fp.fsqrt, with_mode=True)),
+    Family("rsqrt", "T <- T", (FLOATS,), ("approx", "ftz"), build=_unary_float(fp.frsqrt)),
+    Family("sin", "T <- T", (("f32",),), ("approx", "ftz"), build=_unary_float(fp.fsin)),
+    Family("cos", "T <- T", (("f32",),), ("approx", "ftz"), build=_unary_float(fp.fcos)),
+    Family("lg2", "T <- T", (("f32",),), ("approx", "ftz"), build=_unary_float(fp.flg2)),
+    Family("ex2", "T <- T", (("f32", "f16", "f16x2", "bf16", "bf16x2"),), ("approx", "ftz"),
+           build=_unary_float(fp.fex2)),
+    Family("tanh", "T <- T", (("f32", "f16", "f16x2", "bf16", "bf16x2"),), ("approx",),
+           build=_unary_float(fp.ftanh)),
+    # bit manipulation
+    Family("popc", "u32 <- T", (("b32", "b64"),), build=_plain(intops.popc)),
+    Family("clz", "u32 <- T", (("b32", "b64"),), build=_plain(intops.clz)),
+    Family("bfind", "u32 <- T", (("u32", "s32", "u64", "s64"),), ("shiftamt",), build=_bfind),
+    Family("brev", "T <- T", (("b32", "b64"),), build=_plain(intops.brev)),
+    Family("bfe", "T <- T, u32, u32", (("u32", "s32", "u64", "s64"),), build=_typed(intops.bfe)),
+    Family("bfi", "T <- T, T, u32, u32", (("b32", "b64"),), build=_typed(intops.bfi)),
+    Family("prmt", "b32 <- b32, b32, b32", (("b32",),), ("prmtmode",), build=_prmt),
+    Family("shf", "b32 <- b32, b32, u32", (("b32",),), ("shfldir", "shfmode"), build=_shf),
+    Family("shl", "T <- T, u32", (("b16", "b32", "b64"),), build=_shl),
+    Family("shr", "T <- T, u32", (("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64"),),
+           build=_shr),
+    Family("and", "T <- T, T", (BITWISE,), build=_logic(intops.land)),
+    Family("or", "T <- T, T", (BITWISE,), build=_logic(intops.lor)),
+    Family("xor", "T <- T, T", (BITWISE,), build=_logic(intops.lxor)),
+    Family("not", "T <- T", (BITWISE,), build=_logic(intops.lnot)),
+    Family("cnot", "T <- T", (("b16", "b32", "b64"),), build=_logic(intops.cnot)),
+    Family("lop3", "b32 <- b32, b32, b32, b32", (("b32",),), build=_lop3),
+    Family("bmsk", "b32 <- b32, b32", (("b32",),), ("shfmode",), build=_bmsk),
+    Family("szext", "T <- T, u32", (("u32", "s32"),), ("shfmode",), build=_szext),
+    Family("dp4a", _dp_sig, (("u32", "s32"), ("u32", "s32")), build=_dp4a),
+    Family("dp2a", _dp_sig, (("u32", "s32"), ("u32", "s32")), ("halfmode",), build=_dp2a),
+    # comparison and selection
+    Family("setp", "pred <- T, T, pred?", (ALL_DATA,), ("cmp", "boolop", "ftz"), build=_setp),
+    Family("set", "T0 <- T1, T1, pred?", (("u32", "s32", "f32"), ALL_DATA), ("cmp", "boolop", "ftz"),
+           build=_set),
+    Family("selp", "T <- T, T, pred", (ALL_DATA,), build=_selp),
+    Family("slct", "T0 <- T0, T0, T1", (INT_TYPES + FLOATS, ("s32", "f32")), ("ftz",), build=_slct),
+    # conversion and data movement
+    Family("cvt", _cvt_sig, (CVT_TYPES, CVT_TYPES), ("rnd", "irnd", "ftz", "sat", "relu"), build=_cvt),
+    Family("mov", "T <- T", (ALL_DATA + ("pred",),), op_class="mov"),
+    Family("cvta", "T <- T", (("u32", "u64"),), ("cvtadir", "space"), op_class="cvta"),
+    Family("isspacep", "pred <- u64", (), ("space",), op_class="isspacep"),
+    Family("ld", "T <- addr", (MEM_TYPES,), ("space", "cache", "sem", "scope", "vec"), op_class="ld"),
+    Family("ldu", "T <- addr", (MEM_TYPES,), ("space", "vec"), op_class="ld"),
+    Family("st", "<- addr, T", (MEM_TYPES,), ("space", "cache", "sem", "scope", "vec"), op_class="st"),
+    Family("atom", "T <- addr, T, T?", (ATOM_TYPES,), ("space", "sem", "scope", "atomop", "noftz", "vec"),
+           op_class="atom"),
+    Family("red", "<- addr, T", (ATOM_TYPES,), ("space", "sem", "scope", "redop", "noftz", "vec"),
+           op_class="red"),
+    Family("prefetch", "<- addr", (), ("space", "prefetchlevel"), op_class="nop"),
+    Family("prefetchu", "<- addr", (), ("prefetchlevel",), op_class="nop"),
+    # control flow
+    Family("bra", "<- label", (), ("uni",), op_class="bra"),
+    Family("call", "<- call", (), ("uni",), op_class="call"),
+    Family("ret", "<-", (), ("uni",), op_class="ret"),
+    Family("exit", "<-", (), op_class="exit"),
+    Family("trap", "<-", (), op_class="trap"),
+    Family("brkpt", "<-", (), op_class="trap"),
+    Family("nanosleep", "<- u32", (("u32",),), op_class="nop"),
+    Family("pmevent", "<- u32", (), op_class="nop"),
+    # synchronisation
+    Family("bar", "<- u32, u32?", (("u32",),), ("barmode", "aligned", "barredop", "cta", "barwarp"),
+           op_class="bar", type_optional=True),
+    Family("barrier", "<- u32, u32?", (("u32",),), ("barmode", "aligned", "barredop", "cta"), op_class="bar",
+           type_optional=True),
+    Family("membar", "<-", (), ("membarlevel",), op_class="nop"),
+    Family("fence", "<-", (), ("sem", "scope", "fenceproxy", "space"), op_class="nop"),
+    # warp-level
+    Family("vote", "T <- pred, b32?", (("pred", "b32"),), ("sync", "votemode"), op_class="vote"),
+    Family("shfl", "b32 <- b32, b32, b32, b32?", (("b32",),), ("sync", "shflmode"), op_class="shfl"),
+    Family("activemask", "b32 <-", (("b32",),), op_class="activemask"),
+    Family("match", "b32 <- T, b32", (("b32", "b64"),), ("sync", "matchmode"), op_class="match"),
+    Family("redux", "T <- T, b32", (("u32", "s32", "b32"),), ("sync", "reduxop"), op_class="redux"),
+    Family("elect", "pred <- b32", (), ("sync",), op_class="elect"),
+)
+
+# bar / barrier write "bar.cta.sync"; the scope word belongs to its own category there.
+CATEGORIES = {**CATEGORIES, "cta": frozenset({"cta"})}
+
+BY_MNEMONIC: Dict[str, Family] = {family.mnemonic: family for family in FAMILIES}
+
+
+REPEATABLE = ("cache", "fenceproxy")
+
+
+class DecodeError(ValueError):
+    pass
+
+
+def _category_of(family: Family, modifier: str) -> Optional[str]:
+    for category in family.mods:
+        if modifier in CATEGORIES[category]:
+            return category
+    return None
+
+
+def decode(mnemonic: str, modifiers: Tuple[str, ...]) -> Decoded:
+    """Sort an instruction's dotted modifiers into types and categories; DecodeError says what is wrong."""
+    family = BY_MNEMONIC.get(mnemonic)
+    if family is None:
+        raise DecodeError(f"unsupported instruction '{mnemonic}'")
+    types = []
+    mods = []
+    hints = []
+    seen = set()
+    for raw in modifiers:
+        if raw.startswith(HINT_PREFIXES):
+            hints.append(raw)
+            continue
+        modifier = raw.split("::")[0] if "::" in raw else raw
+        if modifier in TYPES and len(types) < len(family.types):
+            types.append(modifier)
+            continue
+        category = _category_of(family, modifier)
+        if category is None:
+            raise DecodeError(f"unknown modifier '.{raw}' for '{mnemonic}'")
+        if category in seen and category not in REPEATABLE:
+            raise DecodeError(f"two modifiers of one kind ('.{raw}') in '{mnemonic}'")
+        seen.add(category)
+        mods.append((category, modifier))
+    if len(types) != len(family.types) and not (family.type_optional and not types):
+        wanted = " and ".join("a type" for _ in family.types)
+        raise DecodeError(f"'{mnemonic}' needs {wanted} (e.g. '.u32')" if family.types else
+                          f"unexpected type in '{mnemonic}'")
+    for slot, (name, allowed) in enumerate(zip(types, family.types)):
+        if name not in allowed:
+            raise DecodeError(f"'{mnemonic}' is not defined for type .{name}")
+    return Decoded(family, tuple(types), tuple(mods), tuple(hints))
+
+
+def semantics(decoded: Decoded) -> Callable:
+    """The pure function an ALU instruction computes."""
+    return decoded.family.build(decoded)
+
+
+# ---- expansion and validation at import ---------------------------------------------------------
+
+def expand(family: Family):
+    """Every concrete type combination a family is defined for."""
+    combos = [()]
+    for allowed in family.types:
+        combos = [combo + (name,) for combo in combos for name in allowed]
+    return combos
+
+
+def _validate() -> None:
+    mnemonics = set()
+    for family in FAMILIES:
+        assert family.mnemonic not in mnemonics, f"duplicate family {family.mnemonic}"
+        mnemonics.add(family.mnemonic)
+        for category in family.mods:
+            assert category in CATEGORIES, f"{family.mnemonic}: unknown modifier category {category}"
+        for allowed in family.types:
+            for name in allowed:
+                assert name in TYPES, f"{family.mnemonic}: unknown type {name}"
+        assert (family.build is not None) == (family.op_class == "alu"), \
+            f"{family.mnemonic}: ALU families need semantics, others must not have them"
+        if not callable(family.sig):
+            for combo in expand(family):
+                parse_signature(family.sig, combo)
+
+
+_validate()
+
+
+def coverage() -> str:
+    """Markdown list of every family, its types and modifiers: generated from the table itself."""
+    lines = ["| instruction | class | types | modifiers |", "|---|---|---|---|"]
+    for family in FAMILIES:
+        types = " × ".join("/".join(allowed) for allowed in family.types) or "—"
+        mods = ", ".join(" ".join(f".{m}" for m in sorted(CATEGORIES[c])) for c in family.mods) or "—"
+        lines.append(f"| `{family.mnemonic}` | {family.op_class} | {types} | {mods} |")
+    return "\n".join(lines)
