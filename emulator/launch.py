@@ -25,6 +25,8 @@ MAX_GRID = (2 ** 31 - 1, 65535, 65535)
 SHARED_DEFAULT_LIMIT = 48 * 1024
 SHARED_OPTIN_LIMIT = 227 * 1024
 PARAM_LIMIT = 32764
+CONST_BANK_LIMIT = 64 * 1024
+GLOBAL_VARIABLE_LIMIT = 1 << 30
 DEFAULT_MAX_STEPS = 20_000_000
 DEFAULT_BATCH_BYTES = 768 * 1024 * 1024
 
@@ -111,11 +113,18 @@ class Module:
             self.symbols[decl.name] = ir.SymbolInfo(decl.name, "const", offset, variable_size(decl), align)
             offset += variable_size(decl)
         self.const_size = max(offset, 4)
+        if offset > CONST_BANK_LIMIT:
+            decl = const_decls[-1]
+            raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                   f"{offset} bytes of __constant__ data exceed the {CONST_BANK_LIMIT}-byte bank")
         self.const_base = memory.alloc(self.const_size, kind="const", name="__constant__")
         memory.write(self.const_base, np.zeros(self.const_size, dtype=np.uint8))
         for decl in self.syntax.variables:
             if decl.space == "global":
                 size = max(variable_size(decl), 1)
+                if size > GLOBAL_VARIABLE_LIMIT:
+                    raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                           f"global variable '{decl.name}' of {size} bytes is too large")
                 address = memory.alloc(size, align=max(variable_align(decl), 16), name=decl.name)
                 memory.write(address, np.zeros(size, dtype=np.uint8))
                 self.symbols[decl.name] = ir.SymbolInfo(decl.name, "global", address, size, variable_align(decl))
@@ -207,7 +216,10 @@ class Module:
 
     def program(self, name: str) -> ir.Program:
         if name not in self._programs:
-            self._programs[name] = lower_kernel(self.syntax, name, self.symbols)
+            try:
+                self._programs[name] = lower_kernel(self.syntax, name, self.symbols)
+            except RecursionError:
+                raise PTXSemanticError(self.source_name, 1, 1, f"kernel '{name}' nests blocks too deeply") from None
         return self._programs[name]
 
     def kernel(self, name: Optional[str] = None) -> "Kernel":

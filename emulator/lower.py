@@ -1,6 +1,7 @@
 """Syntax tree → IR for one kernel: lexical register scopes, labels → pcs, symbols → addresses."""
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional, Tuple
 
 from isa.table import DecodeError, decode
@@ -15,6 +16,7 @@ from .errors import PTXSemanticError
 FUNC_PARAM_BASE = 1 << 24
 
 BUILTIN_FUNCTIONS = ("vprintf", "__assertfail", "malloc", "free")
+MAX_LOCAL_BYTES = 512 * 1024
 
 SPECIAL_REGISTERS = {
     "%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid",
@@ -89,17 +91,36 @@ def referenced_symbols(function: S.Function) -> set:
     return names
 
 
+_TRAILING_DIGITS = re.compile(r"^(.*?)(\d+)$")
+
+
 class _Scope:
-    def __init__(self, parent: Optional["_Scope"]):
+    """One { } block: its registers (single names and %r<N> ranges, made on first use) and symbols."""
+
+    def __init__(self, parent: Optional["_Scope"], new_register=None):
         self.parent = parent
+        self.new_register = new_register if new_register is not None else parent.new_register
         self.registers: Dict[str, ir.RegInfo] = {}
+        self.ranges: Dict[str, Tuple[int, str]] = {}
         self.symbols: Dict[str, ir.SymbolInfo] = {}
+
+    def _own(self, name: str) -> Optional[ir.RegInfo]:
+        if name in self.registers:
+            return self.registers[name]
+        match = _TRAILING_DIGITS.match(name)
+        if match and match.group(1) in self.ranges and not (len(match.group(2)) > 1 and match.group(2)[0] == "0"):
+            count, type_name = self.ranges[match.group(1)]
+            if int(match.group(2)) < count:
+                self.registers[name] = self.new_register(name, type_name)
+                return self.registers[name]
+        return None
 
     def register(self, name: str) -> Optional[ir.RegInfo]:
         scope = self
         while scope is not None:
-            if name in scope.registers:
-                return scope.registers[name]
+            found = scope._own(name)
+            if found is not None:
+                return found
             scope = scope.parent
         return None
 
@@ -216,22 +237,21 @@ class KernelLowering:
         return offset
 
     # ---- registers and symbols ----
-    def _declare_register(self, scope: _Scope, name: str, type_name: str, pos: S.Pos) -> None:
-        if type_name not in TYPES:
-            raise self.error(pos, f"registers of type .{type_name} are not supported")
+    def _new_register(self, name: str, type_name: str) -> ir.RegInfo:
         info = ir.RegInfo(len(self.registers), name, type_name, storage_dtype(TYPES[type_name].bits))
         self.registers.append(info)
-        scope.registers[name] = info
+        return info
 
     def _declare_registers(self, scope: _Scope, decl: S.RegDecl) -> None:
         if decl.vector > 1:
             raise self.error(decl.pos, "vector registers (.reg .v2/.v4) are not supported")
+        if decl.type not in TYPES:
+            raise self.error(decl.pos, f"registers of type .{decl.type} are not supported")
         for name, count in decl.names:
             if count is None:
-                self._declare_register(scope, name, decl.type, decl.pos)
+                scope.registers[name] = self._new_register(name, decl.type)
             else:
-                for i in range(count):
-                    self._declare_register(scope, f"{name}{i}", decl.type, decl.pos)
+                scope.ranges[name] = (count, decl.type)
 
     def _declare_variable(self, scope: _Scope, fn: S.Function, decl: S.VarDecl) -> None:
         if decl.space == "shared":
@@ -259,7 +279,7 @@ class KernelLowering:
         functions = self._reachable()
         self._layout_shared(functions)
         kernel_params, param_bytes = self._kernel_params()
-        root = _Scope(None)
+        root = _Scope(None, self._new_register)
         root.symbols.update(self.module_symbols)
         root.symbols.update(self.symbols)
         function_scopes = {}
@@ -297,6 +317,9 @@ class KernelLowering:
                 instr.operands = (ir.LabelRef(name, instr.target),)
             for name, pc in self._current_labels.items():
                 self.labels.setdefault(name, pc)
+        if self.local_bytes > MAX_LOCAL_BYTES:
+            raise self.error(self.kernel.pos, f"{self.local_bytes} bytes of local memory per thread exceed the "
+                                              f"{MAX_LOCAL_BYTES}-byte limit")
         directives = {name: values for name, values in self.kernel.directives}
         return ir.Program(
             name=self.kernel.name, source_name=self.source, instrs=self.instrs, registers=self.registers,

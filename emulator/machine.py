@@ -187,6 +187,12 @@ class Batch:
 
     # ---- binding ----
     def _bind(self, instr: ir.Instr):
+        try:
+            return self._bind_checked(instr)
+        except (ValueError, IndexError, KeyError, TypeError, AttributeError) as error:
+            raise self.lowering_error(instr, f"cannot run `{instr.text}`: malformed operands ({error})") from None
+
+    def _bind_checked(self, instr: ir.Instr):
         if instr.control == ir.STRAIGHT:
             return executors.build(self, instr)
         if instr.control in (ir.BRANCH, ir.EXIT, ir.RETURN, ir.TRAP):

@@ -487,9 +487,9 @@ FAMILIES: Tuple[Family, ...] = (
     Family("nanosleep", "<- u32", (("u32",),), op_class="nop"),
     Family("pmevent", "<- u32", (), op_class="nop"),
     # synchronisation
-    Family("bar", "<- u32, u32?", (("u32",),), ("barmode", "aligned", "barredop", "cta", "barwarp"),
+    Family("bar", "<- u32, u32?", (("u32", "pred"),), ("barmode", "aligned", "barredop", "cta", "barwarp"),
            op_class="bar", type_optional=True),
-    Family("barrier", "<- u32, u32?", (("u32",),), ("barmode", "aligned", "barredop", "cta"), op_class="bar",
+    Family("barrier", "<- u32, u32?", (("u32", "pred"),), ("barmode", "aligned", "barredop", "cta"), op_class="bar",
            type_optional=True),
     Family("membar", "<-", (), ("membarlevel",), op_class="nop"),
     Family("fence", "<-", (), ("sem", "scope", "fenceproxy", "space"), op_class="nop"),

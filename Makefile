@@ -1,0 +1,29 @@
+# gpuemu: `make demo` installs gpuemu and runs a bundled example; `make test` runs the test suite.
+PYTHON ?= python3
+STAMP := build/.installed
+
+.PHONY: install demo test bench coverage clean
+
+$(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/build_core.py
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e ".[test]"
+	@mkdir -p build && touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(PYTHON) -m emulator run examples/vecadd/vecadd.ptx --kernel vecadd --grid 4 --block 256 \
+	    --arg @examples/vecadd/inputs/a_small.npy --arg @examples/vecadd/inputs/b_small.npy \
+	    --arg zeros:f32:1000 --arg i32:1000 --out results/demo --json results/demo/stats.json
+	$(PYTHON) tools/check_demo.py results/demo examples/vecadd/expected/vecadd_small
+
+test: install
+	$(PYTHON) -m pytest -q
+
+bench: install
+	$(PYTHON) bench/run.py
+
+coverage:
+	$(PYTHON) -m emulator isa --markdown > docs/COVERAGE.md
+
+clean:
+	rm -rf build results .pytest_cache

@@ -1,0 +1,140 @@
+"""The SIMT machine: divergence, reconvergence, barriers, atomics, warp operations and calls, on nvcc PTX."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import emulator
+from emulator.errors import DeviceError
+
+KERNELS = Path(__file__).parent / "kernels" / "machine.ptx"
+
+
+@pytest.fixture(scope="module")
+def module():
+    return emulator.load(KERNELS)
+
+
+def test_activemask_inside_if_is_exactly_the_lanes_taking_it(module):
+    rng = np.random.default_rng(1)
+    v = rng.integers(-50, 50, 128).astype(np.int32)
+    out = np.zeros(128, np.uint32)
+    module.kernel("activemask_mod3").launch(2, 64, [v, out])
+    for warp in range(4):
+        taking = (v[warp * 32:(warp + 1) * 32] % 3) == 0
+        mask = sum(1 << lane for lane in range(32) if taking[lane])
+        expected = np.where(taking, mask, 0).astype(np.uint32)
+        assert np.array_equal(out[warp * 32:(warp + 1) * 32], expected)
+
+
+def test_syncthreads_inside_divergent_if_completes_on_sm90(module):
+    values = np.arange(256, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    module.kernel("reduce_sync_in_if").launch(1, 256, [values, out])
+    assert out[0] == values.sum()
+
+
+def test_spin_lock_between_lanes_of_one_warp_completes(module):
+    lock = np.zeros(1, np.int32)
+    counter = np.zeros(1, np.int32)
+    order = np.full(32, -1, np.int32)
+    module.kernel("warp_spinlock").launch(1, 32, [lock, counter, order])
+    assert counter[0] == 32 and sorted(order) == list(range(32)) and lock[0] == 0
+
+
+def test_atomic_add_contended_lanes_serialise_in_lane_order(module):
+    counter = np.zeros(1, np.int32)
+    tickets = np.zeros(96, np.int32)
+    module.kernel("atomic_tickets").launch(3, 32, [counter, tickets])
+    assert counter[0] == 96 and np.array_equal(np.sort(tickets), np.arange(96))
+    assert np.array_equal(tickets, np.arange(96))
+
+
+def test_shfl_down_tree_reduction_sums_each_warp(module):
+    rng = np.random.default_rng(2)
+    data = rng.integers(-1000, 1000, 256).astype(np.int32)
+    out = np.zeros(8, np.int32)
+    module.kernel("shfl_reduce").launch(2, 128, [data, out])
+    assert np.array_equal(out, data.reshape(8, 32).sum(axis=1))
+
+
+def test_ballot_all_any_per_warp(module):
+    rng = np.random.default_rng(3)
+    data = rng.integers(-50, 50, 64).astype(np.int32)
+    out = np.zeros(192, np.uint32)
+    module.kernel("ballot_vote").launch(1, 64, [data, out])
+    for warp in range(2):
+        lanes = data[warp * 32:(warp + 1) * 32]
+        ballot = sum(1 << k for k in range(32) if lanes[k] > 0)
+        got = out.reshape(64, 3)[warp * 32:(warp + 1) * 32]
+        assert (got[:, 0] == ballot).all() and (got[:, 1] == 1).all() and (got[:, 2] == 0).all()
+
+
+def collatz(x):
+    n = 0
+    while x != 1:
+        x = 3 * x + 1 if x & 1 else x // 2
+        n += 1
+    return n
+
+
+def test_noinline_function_call_with_divergent_loop_returns_per_thread(module):
+    out = np.zeros(128, np.int32)
+    module.kernel("call_collatz").launch(2, 64, [out, np.int32(1)])
+    assert list(out) == [collatz(i + 1) for i in range(128)]
+
+
+def test_dynamically_indexed_local_array_sorts_each_thread(module):
+    rng = np.random.default_rng(4)
+    data = rng.integers(-100, 100, 64 * 16).astype(np.int32)
+    out = np.zeros_like(data)
+    module.kernel("local_sort").launch(2, 32, [data, out, np.int32(16)])
+    assert np.array_equal(out.reshape(64, 16), np.sort(data.reshape(64, 16), axis=1))
+
+
+def test_infinite_loop_stops_at_step_limit_with_location(module):
+    flag = np.zeros(1, np.int32)
+    with pytest.raises(DeviceError) as info:
+        module.kernel("forever").launch(1, 32, [flag], max_steps=5000)
+    assert info.value.cuda_error == "GPUEMU_STEP_LIMIT" and "machine.ptx:" in str(info.value)
+
+
+def test_barrier_that_can_never_complete_is_a_reported_deadlock(module):
+    out = np.zeros(128, np.int32)
+    with pytest.raises(DeviceError) as info:
+        module.kernel("half_barrier").launch(1, 128, [out])
+    assert info.value.cuda_error == "GPUEMU_DEADLOCK"
+    assert "warp 0 waits" in str(info.value) and "bar.sync 1, 64" in str(info.value)
+
+
+def test_early_return_threads_do_not_block_the_barrier(module):
+    out = np.zeros(200, np.int32)
+    module.kernel("early_exit").launch(2, 128, [out, np.int32(200)])
+    first = [(t + 1) % 128 for t in range(128)]
+    second = [128 + (t + 1) % 72 for t in range(72)]
+    assert list(out) == first + second
+
+
+def test_trap_stops_the_launch_naming_block_and_thread(module):
+    v = np.zeros(64, np.int32)
+    v[37] = -1
+    with pytest.raises(DeviceError) as info:
+        module.kernel("trap_if").launch(1, 64, [v])
+    assert info.value.cuda_error == "CUDA_ERROR_LAUNCH_FAILED" and "thread (37,0,0)" in str(info.value)
+
+
+def test_named_barrier_arrive_and_sync_hand_over_data(module):
+    out = np.zeros(64, np.int32)
+    module.kernel("named_barrier_producer").launch(1, 128, [out])
+    assert np.array_equal(out, np.arange(64) * 7)
+
+
+def test_syncthreads_count_and_or_reduce_the_block(module):
+    rng = np.random.default_rng(5)
+    v = rng.integers(-4, 60, 96).astype(np.int32)
+    out = np.zeros(288, np.int32)
+    module.kernel("bar_red_popc").launch(1, 96, [v, out])
+    got = out.reshape(96, 3)
+    assert (got[:, 0] == np.count_nonzero(v > 0)).all()
+    assert (got[:, 1] == 1).all()
+    assert (got[:, 2] == int(np.any(v > 50))).all()
