@@ -1,0 +1,13 @@
+"""Device memory: global allocations, per-CTA shared and per-thread local windows, generic addressing,
+vectorised loads/stores/atomics through a bounds-checked C core (numpy fallback), per-warp counts."""
+from .core import (Memory, c_core_available, distinct_addresses, get_core, global_sectors,
+                   max_same_address, shared_wavefronts)
+from .spaces import (GLOBAL_BASE, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, WINDOW_SIZE, Allocation,
+                     DeviceFault)
+
+__all__ = [
+    "GLOBAL_BASE", "SHARED_WINDOW", "LOCAL_WINDOW", "WINDOW_SIZE", "NULL_LIMIT",
+    "DeviceFault", "Allocation", "Memory",
+    "shared_wavefronts", "global_sectors", "distinct_addresses", "max_same_address",
+    "c_core_available", "get_core",
+]

@@ -1,0 +1,571 @@
+"""Pure-numpy twin of the C core: the same resolution, faults, bytes, atomics and counts, vectorised."""
+from __future__ import annotations
+
+import numpy as np
+
+from .spaces import (ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_THREAD, FLAG_FREED,
+                     FLAG_READ_ONLY, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, SPACE_CODES,
+                     WINDOW_SIZE, Layout)
+
+GENERIC, GLOBAL, SHARED, LOCAL = (SPACE_CODES[name] for name in ("generic", "global", "shared", "local"))
+OUT_OF_BOUNDS, MISALIGNED, READ_ONLY, FREED, NULL = 1, 2, 3, 4, 5
+
+OP = ATOMIC_OPS
+TYPE = ATOMIC_TYPES
+SIGNED_TYPES = (TYPE["s32"], TYPE["s64"])
+WIDE_TYPES = (TYPE["b64"], TYPE["u64"], TYPE["s64"], TYPE["f64"])
+ASSOCIATIVE_INTEGER_OPS = (OP["add"], OP["and"], OP["or"], OP["xor"], OP["min"], OP["max"])
+
+CANONICAL_NAN_F32 = np.uint32(0x7FFFFFFF)
+DEFAULT_NAN_F64 = np.uint64(0xFFF8000000000000)
+CANONICAL_NAN_HALF = np.uint32(0x7FFF)
+# Contended groups longer than this take the per-group chain path for float adds.
+ROUNDS_LIMIT = 32
+
+_WORD_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _words(arena: np.ndarray, width: int) -> np.ndarray:
+    """The arena as one element per aligned `width` bytes (16-byte words as rows of two uint64)."""
+    if width == 16:
+        return arena.view(np.uint64).reshape(-1, 2)
+    return arena.view(_WORD_DTYPES[width])
+
+
+def _lane_words(data: np.ndarray, width: int) -> np.ndarray:
+    """(n, width) uint8 lane data seen as one word per lane, matching _words."""
+    if width == 16:
+        return data.view(np.uint64).reshape(-1, 2)
+    return data.view(_WORD_DTYPES[width]).reshape(-1)
+
+
+class _Resolved:
+    """Per-lane resolution: which arena (a space code), the byte offset there, and a fault kind."""
+
+    __slots__ = ("space", "offset", "kind", "fault")
+
+    def __init__(self, space, offset, kind, fault):
+        self.space, self.offset, self.kind, self.fault = space, offset, kind, fault
+
+
+def resolve(layout: Layout, space: int, addr: np.ndarray, threads: np.ndarray | None, width: int,
+            writes: bool) -> _Resolved:
+    """Resolves every lane; `fault` is (lane, kind, space) of the lowest faulting lane, or None."""
+    n = addr.size
+    lanes_thread = threads if threads is not None else np.arange(n, dtype=np.int64)
+    kind = np.zeros(n, dtype=np.uint8)
+    offset = addr.copy()
+    if space == GENERIC:
+        from_shared = addr - np.uint64(SHARED_WINDOW)
+        from_local = addr - np.uint64(LOCAL_WINDOW)
+        in_shared = from_shared < np.uint64(WINDOW_SIZE)
+        in_local = ~in_shared & (from_local < np.uint64(WINDOW_SIZE))
+        lane_space = np.full(n, GLOBAL, dtype=np.uint8)
+        lane_space[in_shared] = SHARED
+        lane_space[in_local] = LOCAL
+        offset[in_shared] = from_shared[in_shared]
+        offset[in_local] = from_local[in_local]
+    else:
+        lane_space = np.full(n, space, dtype=np.uint8)
+    misaligned = (addr % np.uint64(width)) != 0
+    arena_offset = np.zeros(n, dtype=np.int64)
+
+    for window_space in (SHARED, LOCAL):
+        lanes = np.flatnonzero(lane_space == window_space) if space == GENERIC else (
+            np.arange(n) if space == window_space else np.zeros(0, dtype=np.int64))
+        if lanes.size == 0:
+            continue
+        thread = lanes_thread[lanes]
+        off = offset[lanes]
+        limit = layout.shared_limit if window_space == SHARED else layout.local_limit
+        stride = layout.shared_stride if window_space == SHARED else layout.local_stride
+        bad_thread = (thread < 0) | (thread >= layout.n_threads)
+        out_of_window = (off >= np.uint64(limit)) | (np.uint64(width) > np.uint64(limit) - off)
+        lane_kind = np.where(bad_thread, FAULT_BAD_THREAD,
+                             np.where(misaligned[lanes], MISALIGNED,
+                                      np.where(out_of_window, OUT_OF_BOUNDS, 0)))
+        kind[lanes] = lane_kind
+        ok = lane_kind == 0
+        unit = thread[ok] // layout.threads_per_cta if window_space == SHARED else thread[ok]
+        arena_offset[lanes[ok]] = unit * stride + off[ok].astype(np.int64)
+
+    lanes = np.flatnonzero(lane_space == GLOBAL) if space == GENERIC else (
+        np.arange(n) if space == GLOBAL else np.zeros(0, dtype=np.int64))
+    if lanes.size:
+        _resolve_global(layout, addr[lanes], width, writes, misaligned[lanes], lanes, kind, arena_offset)
+
+    faulting = np.flatnonzero(kind)
+    fault = None
+    if faulting.size:
+        first = int(faulting[0])
+        fault = (first, int(kind[first]), int(lane_space[first]))
+    return _Resolved(lane_space, arena_offset, kind, fault)
+
+
+def _resolve_global(layout, addr, width, writes, misaligned, lanes, kind, arena_offset):
+    starts, sizes = layout.alloc_start, layout.alloc_size
+    index = np.searchsorted(starts, addr, side="right").astype(np.int64) - 1
+    found = index >= 0
+    safe_index = np.where(found, index, 0)
+    if starts.size:
+        inside = addr - starts[safe_index]
+        size = sizes[safe_index]
+        flags = layout.alloc_flags[safe_index]
+        storage = layout.alloc_offset[safe_index]
+    else:
+        inside = size = storage = np.zeros(addr.size, dtype=np.uint64)
+        flags = np.zeros(addr.size, dtype=np.uint8)
+    contained = found & (inside < size)
+    freed = (flags & FLAG_FREED) != 0
+    too_long = np.uint64(width) > size - inside
+    read_only = (flags & FLAG_READ_ONLY) != 0 if writes else np.zeros(addr.size, dtype=bool)
+    lane_kind = np.select(
+        [misaligned, addr < np.uint64(NULL_LIMIT), ~contained, freed, too_long, read_only],
+        [MISALIGNED, NULL, OUT_OF_BOUNDS, FREED, OUT_OF_BOUNDS, READ_ONLY], 0)
+    kind[lanes] = lane_kind
+    ok = lane_kind == 0
+    arena_offset[lanes[ok]] = (storage[ok] + inside[ok]).astype(np.int64)
+
+
+def _arenas(layout: Layout):
+    return ((GLOBAL, layout.global_bytes), (SHARED, layout.shared_bytes), (LOCAL, layout.local_bytes))
+
+
+def _lanes_in(resolved: _Resolved, space: int, requested: int) -> np.ndarray | slice | None:
+    """Lanes served by one arena: every lane when the call named that space, else a selection."""
+    if requested == space:
+        return slice(None)
+    if requested != GENERIC:
+        return None
+    lanes = np.flatnonzero(resolved.space == space)
+    return lanes if lanes.size else None
+
+
+def _last_writer(offsets: np.ndarray) -> np.ndarray:
+    """Indices that keep, for every distinct offset, only its highest lane."""
+    if offsets.size < 2 or bool(np.all(offsets[1:] > offsets[:-1])):
+        return np.arange(offsets.size)
+    _, first_in_reversed = np.unique(offsets[::-1], return_index=True)
+    return offsets.size - 1 - first_in_reversed
+
+
+# ---- floating point: exact decoding and one correctly rounded narrowing, as in _core.c ----
+
+def small_to_double(bits: np.ndarray, mant_bits: int, exp_bits: int) -> np.ndarray:
+    bits = bits.astype(np.int64)
+    exp_mask = (1 << exp_bits) - 1
+    bias = (1 << (exp_bits - 1)) - 1
+    exponent = (bits >> mant_bits) & exp_mask
+    mantissa = bits & ((1 << mant_bits) - 1)
+    significand = np.where(exponent == 0, mantissa, mantissa | (1 << mant_bits)).astype(np.float64)
+    scale = np.where(exponent == 0, 1, exponent) - bias - mant_bits
+    value = np.ldexp(significand, scale.astype(np.int32))
+    value[exponent == exp_mask] = np.inf
+    negative = ((bits >> (mant_bits + exp_bits)) & 1) == 1
+    return np.where(negative, -value, value)
+
+
+def small_is_nan(bits: np.ndarray, mant_bits: int, exp_bits: int) -> np.ndarray:
+    bits = bits.astype(np.uint32)
+    exp_mask = (1 << exp_bits) - 1
+    return (((bits >> mant_bits) & exp_mask) == exp_mask) & ((bits & ((1 << mant_bits) - 1)) != 0)
+
+
+def narrow_double(x: np.ndarray, mant_bits: int, exp_bits: int) -> np.ndarray:
+    """Round-to-nearest-even of non-NaN doubles into a binary format with the given field widths."""
+    bits = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
+    sign = (bits >> np.uint64(63)).astype(np.int64) << (mant_bits + exp_bits)
+    biased = ((bits >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    significand = (bits & np.uint64((1 << 52) - 1)) | np.uint64(1 << 52)
+    bias = (1 << (exp_bits - 1)) - 1
+    infinity = ((1 << exp_bits) - 1) << mant_bits
+    exponent = biased - 1023
+    min_exponent = 1 - bias
+    shift = 52 - mant_bits + np.maximum(min_exponent - exponent, 0)
+    vanishes = shift >= 64
+    shift_u = np.minimum(shift, 63).astype(np.uint64)
+    rounded = significand >> shift_u
+    rest = significand & ((np.uint64(1) << shift_u) - np.uint64(1))
+    half = np.uint64(1) << (shift_u - np.uint64(1))
+    round_up = (rest > half) | ((rest == half) & ((rounded & np.uint64(1)) == 1))
+    rounded = (rounded + round_up.astype(np.uint64)).astype(np.int64)
+    rounded[vanishes] = 0
+    subnormal = exponent < min_exponent
+    carry = ~subnormal & ((rounded >> (mant_bits + 1)) != 0)
+    rounded = np.where(carry, rounded >> 1, rounded)
+    exponent = np.where(carry, exponent + 1, exponent)
+    normal = ((exponent + bias) << mant_bits) | (rounded & ((1 << mant_bits) - 1))
+    magnitude = np.where(subnormal, rounded, normal)
+    magnitude = np.where(~subnormal & (exponent > bias), infinity, magnitude)
+    magnitude = np.where(biased == 0x7FF, infinity, magnitude)
+    magnitude = np.where(biased == 0, 0, magnitude)
+    return (sign | magnitude).astype(np.uint32)
+
+
+def f32_flush(bits: np.ndarray) -> np.ndarray:
+    bits = bits.astype(np.uint32)
+    return np.where((bits & np.uint32(0x7F800000)) == 0, bits & np.uint32(0x80000000), bits).astype(np.uint32)
+
+
+def f32_add(x: np.ndarray, y: np.ndarray, ftz: bool) -> np.ndarray:
+    either_nan = small_is_nan(x, 23, 8) | small_is_nan(y, 23, 8)
+    if ftz:
+        x, y = f32_flush(x), f32_flush(y)
+    with np.errstate(invalid="ignore"):
+        total = small_to_double(x, 23, 8) + small_to_double(y, 23, 8)
+    invalid = np.isnan(total)
+    result = narrow_double(np.where(invalid, 0.0, total), 23, 8)
+    if ftz:
+        result = f32_flush(result)
+    return np.where(either_nan | invalid, CANONICAL_NAN_F32, result).astype(np.uint32)
+
+
+def _f64_is_nan(bits: np.ndarray) -> np.ndarray:
+    return ((bits & np.uint64(0x7FF0000000000000)) == np.uint64(0x7FF0000000000000)) & \
+        ((bits & np.uint64((1 << 52) - 1)) != 0)
+
+
+def f64_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x, y = x.astype(np.uint64), y.astype(np.uint64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = (x.view(np.float64) + y.view(np.float64)).view(np.uint64)
+    total = np.where(np.isnan(total.view(np.float64)), DEFAULT_NAN_F64, total)
+    total = np.where(_f64_is_nan(x), x, total)
+    return np.where(_f64_is_nan(y), y, total).astype(np.uint64)
+
+
+def _half_order_key(h: np.ndarray) -> np.ndarray:
+    h = h.astype(np.int64)
+    return np.where(h & 0x8000, -(h & 0x7FFF) - 1, h)
+
+
+def packed_apply(op: int, old: np.ndarray, value: np.ndarray, bf16: bool) -> np.ndarray:
+    mant_bits, exp_bits = (7, 8) if bf16 else (10, 5)
+    result = np.zeros(old.shape, dtype=np.uint32)
+    for half in (0, 1):
+        x = (old.astype(np.uint32) >> np.uint32(16 * half)) & np.uint32(0xFFFF)
+        y = (value.astype(np.uint32) >> np.uint32(16 * half)) & np.uint32(0xFFFF)
+        x_nan, y_nan = small_is_nan(x, mant_bits, exp_bits), small_is_nan(y, mant_bits, exp_bits)
+        if op == OP["add"]:
+            with np.errstate(invalid="ignore"):
+                total = small_to_double(x, mant_bits, exp_bits) + small_to_double(y, mant_bits, exp_bits)
+            invalid = np.isnan(total)
+            r = narrow_double(np.where(invalid, 0.0, total), mant_bits, exp_bits)
+            r = np.where(x_nan | y_nan | invalid, CANONICAL_NAN_HALF, r)
+        else:
+            if op == OP["max"]:
+                y_wins = _half_order_key(y) > _half_order_key(x)
+            else:
+                y_wins = _half_order_key(y) < _half_order_key(x)
+            r = np.where(y_wins, y, x)
+            r = np.where(x_nan, y, r)
+            r = np.where(y_nan, x, r)
+            r = np.where(x_nan & y_nan, CANONICAL_NAN_HALF, r)
+        result |= r.astype(np.uint32) << np.uint32(16 * half)
+    return result
+
+
+def integer_combine(op: int, ty: int):
+    """The binary function of an associative integer atomic, over raw unsigned words."""
+    signed = ty in SIGNED_TYPES
+    as_signed = np.int64 if ty in WIDE_TYPES else np.int32
+
+    def pick(chooser):
+        def combine(x, y):
+            if signed:
+                return chooser(x.view(as_signed), y.view(as_signed)).view(x.dtype)
+            return chooser(x, y)
+        return combine
+
+    return {OP["add"]: np.add, OP["and"]: np.bitwise_and, OP["or"]: np.bitwise_or,
+            OP["xor"]: np.bitwise_xor, OP["min"]: pick(np.minimum), OP["max"]: pick(np.maximum)}[op]
+
+
+def atomic_apply(op: int, ty: int, old: np.ndarray, a: np.ndarray, b: np.ndarray | None,
+                 ftz: bool) -> np.ndarray:
+    """New word values for one lane per word: the element-wise semantics of every atomic."""
+    if op == OP["cas"]:
+        return np.where(old == a, b, old).astype(old.dtype)
+    if op == OP["exch"]:
+        return a.copy()
+    if ty == TYPE["f32"]:
+        return f32_add(old, a, ftz)
+    if ty == TYPE["f64"]:
+        return f64_add(old, a)
+    if ty in (TYPE["f16x2"], TYPE["bf16x2"]):
+        return packed_apply(op, old, a, ty == TYPE["bf16x2"])
+    if op == OP["inc"]:
+        return np.where(old >= a, 0, old + 1).astype(old.dtype)
+    if op == OP["dec"]:
+        return np.where((old == 0) | (old > a), a, old - 1).astype(old.dtype)
+    return integer_combine(op, ty)(old, a).astype(old.dtype)
+
+
+class _Groups:
+    """Lanes sorted by the word they hit; groups of lanes on one word keep lane order."""
+
+    def __init__(self, word_index: np.ndarray):
+        self.order = np.argsort(word_index, kind="stable")
+        sorted_index = word_index[self.order]
+        m = sorted_index.size
+        new_group = np.ones(m, dtype=bool)
+        new_group[1:] = sorted_index[1:] != sorted_index[:-1]
+        self.starts = np.flatnonzero(new_group)
+        self.ends = np.append(self.starts[1:], m) if m else np.zeros(0, dtype=np.int64)
+        self.group_of = np.cumsum(new_group) - 1
+        self.rank = np.arange(m) - self.starts[self.group_of]
+        self.words = sorted_index[self.starts]
+
+
+def _segmented_scan(values: np.ndarray, groups: _Groups, combine) -> np.ndarray:
+    """Inclusive scan inside each group (Hillis-Steele, log2 of the longest group passes)."""
+    scanned = values.copy()
+    lane_start = groups.starts[groups.group_of]
+    positions = np.arange(values.size)
+    distance = 1
+    longest = int((groups.ends - groups.starts).max()) if groups.starts.size else 0
+    while distance < longest:
+        targets = np.flatnonzero(positions - distance >= lane_start)
+        updated = scanned.copy()
+        updated[targets] = combine(scanned[targets - distance], scanned[targets])
+        scanned = updated
+        distance *= 2
+    return scanned
+
+
+def _float_add_chain(initial, values, ty: int, ftz: bool):
+    """Old values and final word for one long chain of float adds applied in lane order."""
+    if ty == TYPE["f32"]:
+        return _f32_chain(np.uint32(initial), values.astype(np.uint32), ftz)
+    return _f64_chain(np.uint64(initial), values.astype(np.uint64))
+
+
+def _f32_chain(initial, values, ftz):
+    m = values.size
+    states = np.empty(m + 1, dtype=np.uint32)
+    states[0] = initial
+    operands = f32_flush(values) if ftz else values
+    start = 0
+    current = np.uint32(f32_flush(np.array([initial]))[0] if ftz else initial)
+    while start < m:
+        sequence = np.empty(m - start + 1, dtype=np.uint32)
+        sequence[0] = current
+        sequence[1:] = operands[start:]
+        with np.errstate(invalid="ignore", over="ignore"):
+            sums = np.add.accumulate(sequence.view(np.float32)).view(np.uint32)
+        if not ftz:
+            states[start + 1:] = sums[1:]
+            break
+        subnormal = np.flatnonzero(((sums[1:] & np.uint32(0x7F800000)) == 0) & ((sums[1:] & np.uint32(0x7FFFFF)) != 0))
+        if subnormal.size == 0:
+            states[start + 1:] = sums[1:]
+            break
+        stop = int(subnormal[0]) + 1
+        states[start + 1:start + stop] = sums[1:stop]
+        current = sums[stop] & np.uint32(0x80000000)
+        states[start + stop] = current
+        start += stop
+    nan_states = np.isnan(states[1:].view(np.float32))
+    states[1:][nan_states] = CANONICAL_NAN_F32
+    return states[:-1].copy(), states[-1]
+
+
+def _f64_chain(initial, values):
+    m = values.size
+    sequence = np.empty(m + 1, dtype=np.uint64)
+    sequence[0] = initial
+    sequence[1:] = values
+    with np.errstate(invalid="ignore", over="ignore"):
+        states = np.add.accumulate(sequence.view(np.float64)).view(np.uint64).copy()
+    states[0] = initial
+    is_nan_state = np.isnan(states.view(np.float64))
+    if is_nan_state.any():
+        first = int(np.flatnonzero(is_nan_state)[0])
+        operand_nan = np.zeros(m + 1, dtype=bool)
+        operand_nan[1:] = _f64_is_nan(values)
+        source = np.where(operand_nan, sequence, DEFAULT_NAN_F64)
+        if first == 0:
+            source[0] = initial
+        marks = operand_nan.copy()
+        marks[first] = True
+        marks[:first] = False
+        latest = np.maximum.accumulate(np.where(marks, np.arange(m + 1), 0))
+        states[first:] = source[latest[first:]]
+    return states[:-1].copy(), states[-1]
+
+
+def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: int, a: np.ndarray,
+                      b: np.ndarray | None, ftz: bool) -> np.ndarray:
+    """Applies the lanes' atomics to `words` in lane order; returns each lane's old value."""
+    groups = _Groups(word_index)
+    order = groups.order
+    a_sorted = a[order]
+    b_sorted = b[order] if b is not None else None
+    initial = words[groups.words].copy()
+    old_sorted = np.empty(a.size, dtype=words.dtype)
+    first_lane = groups.rank == 0
+    integer = ty not in (TYPE["f32"], TYPE["f64"], TYPE["f16x2"], TYPE["bf16x2"])
+
+    if op == OP["exch"]:
+        old_sorted[first_lane] = initial
+        old_sorted[~first_lane] = a_sorted[np.flatnonzero(~first_lane) - 1]
+        final = a_sorted[groups.ends - 1]
+    elif integer and op in ASSOCIATIVE_INTEGER_OPS:
+        combine = integer_combine(op, ty)
+        scanned = _segmented_scan(a_sorted, groups, combine)
+        later = np.flatnonzero(~first_lane)
+        old_sorted[first_lane] = initial
+        old_sorted[later] = combine(initial[groups.group_of[later]], scanned[later - 1])
+        final = combine(initial, scanned[groups.ends - 1])
+    else:
+        final = initial.copy()
+        lengths = groups.ends - groups.starts
+        long_groups = np.flatnonzero(lengths > ROUNDS_LIMIT) if op == OP["add"] and not integer else []
+        in_rounds = np.ones(a.size, dtype=bool)
+        for group in long_groups:
+            span = slice(groups.starts[group], groups.ends[group])
+            olds, final[group] = _float_add_chain(initial[group], a_sorted[span], ty, ftz)
+            old_sorted[span] = olds
+            in_rounds[span] = False
+        candidates = np.flatnonzero(in_rounds)
+        by_rank = candidates[np.argsort(groups.rank[candidates], kind="stable")]
+        rank_counts = np.bincount(groups.rank[candidates]) if candidates.size else np.zeros(0, dtype=np.int64)
+        position = 0
+        for count in rank_counts:
+            lanes = by_rank[position:position + count]
+            position += count
+            group = groups.group_of[lanes]
+            current = final[group]
+            old_sorted[lanes] = current
+            final[group] = atomic_apply(op, ty, current, a_sorted[lanes],
+                                        b_sorted[lanes] if b_sorted is not None else None, ftz)
+    words[groups.words] = final
+    old = np.empty_like(old_sorted)
+    old[order] = old_sorted
+    return old
+
+
+# ---- counting ----
+
+def _warp_reduce(keys_warp: np.ndarray, values: np.ndarray, reduce) -> tuple[np.ndarray, np.ndarray]:
+    """One reduced value per warp of a warp-sorted array."""
+    starts = np.flatnonzero(np.r_[True, keys_warp[1:] != keys_warp[:-1]])
+    return keys_warp[starts].astype(np.int64), reduce.reduceat(values, starts).astype(np.int64)
+
+
+def _sorted_keys(major: np.ndarray, minor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(major, minor) pairs sorted lexicographically; major is int64 >= 0, minor uint64."""
+    major_span = int(major.max()) + 1
+    minor_low = int(minor.min())
+    minor_span = int(minor.max()) - minor_low + 1
+    minor_bits = max(minor_span - 1, 1).bit_length()
+    if (major_span - 1).bit_length() + minor_bits <= 63:
+        packed = (major.astype(np.uint64) << np.uint64(minor_bits)) | (minor - np.uint64(minor_low))
+        packed.sort()
+        return ((packed >> np.uint64(minor_bits)).astype(np.int64),
+                (packed & np.uint64((1 << minor_bits) - 1)) + np.uint64(minor_low))
+    order = np.lexsort((minor, major))
+    return major[order], minor[order]
+
+
+def count(what: int, addr: np.ndarray, threads: np.ndarray | None, width: int,
+          bank_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    n = addr.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    thread = threads if threads is not None else np.arange(n, dtype=np.int64)
+    warp = thread // 32
+    if what in (COUNT_CODES["shared_wavefronts"], COUNT_CODES["global_sectors"]):
+        unit = bank_bytes if what == COUNT_CODES["shared_wavefronts"] else 32
+        unit_u = np.uint64(unit)
+        first = addr // unit_u
+        pieces = ((addr % unit_u) + np.uint64(width - 1)) // unit_u + np.uint64(1)
+        lane = np.repeat(np.arange(n), pieces.astype(np.int64))
+        step = np.arange(lane.size) - np.repeat(np.cumsum(pieces.astype(np.int64)) - pieces.astype(np.int64),
+                                                 pieces.astype(np.int64))
+        value = first[lane] + step.astype(np.uint64)
+        if what == COUNT_CODES["shared_wavefronts"]:
+            lanes_per_phase = min(32, 32 * bank_bytes // width)
+            phase = (thread[lane] % 32) // lanes_per_phase
+            group = phase * 32 + (value % np.uint64(32)).astype(np.int64)
+        else:
+            group = np.zeros(lane.size, dtype=np.int64)
+        major = (warp[lane] << 9) | group
+    else:
+        value = addr
+        major = warp << 9
+    major, value = _sorted_keys(major, value)
+    warp_of = major >> 9
+    same_major = np.r_[False, major[1:] == major[:-1]]
+    repeated = same_major & np.r_[False, value[1:] == value[:-1]]
+    distinct = (~repeated).astype(np.int64)
+
+    if what == COUNT_CODES["max_same_address"]:
+        run_starts = np.flatnonzero(~repeated)
+        run_lengths = np.diff(np.append(run_starts, value.size))
+        return _warp_reduce(warp_of[run_starts], run_lengths, np.maximum)
+    if what != COUNT_CODES["shared_wavefronts"]:
+        return _warp_reduce(warp_of, distinct, np.add)
+    group_starts = np.flatnonzero(~same_major)
+    words_per_bank = np.add.reduceat(distinct, group_starts)
+    bank_major = major[group_starts]
+    phase_key = bank_major >> 5
+    phase_starts = np.flatnonzero(np.r_[True, phase_key[1:] != phase_key[:-1]])
+    worst_bank = np.maximum.reduceat(words_per_bank, phase_starts)
+    return _warp_reduce(bank_major[phase_starts] >> 9, worst_bank, np.add)
+
+
+class NumpyCore:
+    """The numpy backend; the same methods and results as core.CCore."""
+
+    name = "numpy"
+
+    def load(self, layout: Layout, space: int, addr, threads, width: int):
+        resolved = resolve(layout, space, addr, threads, width, writes=False)
+        if resolved.fault:
+            return None, resolved.fault
+        out = np.empty((addr.size, width), dtype=np.uint8)
+        out_words = _lane_words(out, width)
+        for arena_space, arena in _arenas(layout):
+            lanes = _lanes_in(resolved, arena_space, space)
+            if lanes is None:
+                continue
+            out_words[lanes] = _words(arena, width)[resolved.offset[lanes] // width]
+        return out, None
+
+    def store(self, layout: Layout, space: int, addr, threads, width: int, data: np.ndarray):
+        resolved = resolve(layout, space, addr, threads, width, writes=True)
+        if resolved.fault:
+            return resolved.fault
+        data_words = _lane_words(data.reshape(addr.size, width), width)
+        for arena_space, arena in _arenas(layout):
+            lanes = _lanes_in(resolved, arena_space, space)
+            if lanes is None:
+                continue
+            offsets = resolved.offset[lanes] // width
+            values = data_words[lanes]
+            keep = _last_writer(offsets)
+            _words(arena, width)[offsets[keep]] = values[keep]
+        return None
+
+    def atomic(self, layout: Layout, space: int, op: int, ty: int, addr, threads, a: np.ndarray,
+               b: np.ndarray | None, ftz: bool):
+        width = 8 if ty in WIDE_TYPES else 4
+        resolved = resolve(layout, space, addr, threads, width, writes=True)
+        if resolved.fault:
+            return None, resolved.fault
+        word_dtype = np.uint64 if width == 8 else np.uint32
+        a_words = a.view(word_dtype)
+        b_words = b.view(word_dtype) if b is not None else None
+        old = np.empty(addr.size, dtype=word_dtype)
+        for arena_space, arena in _arenas(layout):
+            lanes = _lanes_in(resolved, arena_space, space)
+            if lanes is None:
+                continue
+            old[lanes] = sequential_atomic(
+                _words(arena, width), resolved.offset[lanes] // width, op, ty, a_words[lanes],
+                b_words[lanes] if b_words is not None else None, ftz)
+        return old, None
+
+    def count(self, what: int, addr, threads, width: int, bank_bytes: int):
+        return count(what, addr, threads, width, bank_bytes)

@@ -1,0 +1,273 @@
+"""Address-space layout, fault and operation codes, DeviceFault, and the global-memory allocator."""
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+# Global allocations start here; addresses below NULL_LIMIT fault as "null". The generic windows
+# sit above every global address, where an H100 puts them (local 0x7f6d..., shared 0x7f6e...).
+GLOBAL_BASE = 0x7F43_6800_0000
+LOCAL_WINDOW = 0x7F6D_0000_0000
+SHARED_WINDOW = 0x7F6E_0000_0000
+WINDOW_SIZE = 1 << 32
+GLOBAL_LIMIT = LOCAL_WINDOW
+NULL_LIMIT = 1 << 16
+GUARD_BYTES = 512
+ARENA_ALIGN = 16
+
+SPACE_CODES = {"generic": 0, "global": 1, "shared": 2, "local": 3}
+SPACE_NAMES = {code: name for name, code in SPACE_CODES.items()}
+
+FAULT_KINDS = (None, "out_of_bounds", "misaligned", "read_only", "freed", "null")
+FAULT_BAD_THREAD = 6
+FAULT_BAD_LAYOUT = 7
+
+FLAG_READ_ONLY = 1
+FLAG_FREED = 2
+
+ACCESS_WIDTHS = (1, 2, 4, 8, 16)
+
+ATOMIC_OPS = {"add": 0, "exch": 1, "cas": 2, "min": 3, "max": 4, "inc": 5, "dec": 6,
+              "and": 7, "or": 8, "xor": 9}
+ATOMIC_TYPES = {"b32": 0, "u32": 1, "s32": 2, "b64": 3, "u64": 4, "s64": 5,
+                "f32": 6, "f64": 7, "f16x2": 8, "bf16x2": 9}
+ATOMIC_DTYPES = {"b32": np.uint32, "u32": np.uint32, "s32": np.int32, "b64": np.uint64,
+                 "u64": np.uint64, "s64": np.int64, "f32": np.float32, "f64": np.float64,
+                 "f16x2": np.uint32, "bf16x2": np.uint32}
+INTEGER_ATOMIC_TYPES = ("b32", "u32", "s32", "b64", "u64", "s64")
+ATOMIC_OPS_BY_TYPE = {
+    **{ty: tuple(ATOMIC_OPS) for ty in INTEGER_ATOMIC_TYPES},
+    "f32": ("add", "exch", "cas"),
+    "f64": ("add", "exch", "cas"),
+    "f16x2": ("add", "min", "max", "exch", "cas"),
+    "bf16x2": ("add", "min", "max", "exch", "cas"),
+}
+
+COUNT_CODES = {"shared_wavefronts": 0, "global_sectors": 1, "distinct_addresses": 2,
+               "max_same_address": 3}
+
+_OP_WORDS = {"load": "read", "store": "write", "atomic": "atomic"}
+
+
+class DeviceFault(Exception):
+    """A kernel's memory access that a real GPU would stop with an illegal/misaligned address error."""
+
+    def __init__(self, kind: str, space: str, op: str, width: int, address: int, lane: int,
+                 detail: str):
+        self.kind = kind
+        self.space = space
+        self.op = op
+        self.width = width
+        self.address = address
+        self.lane = lane
+        self.detail = detail
+        super().__init__(f"Invalid __{space}__ {_OP_WORDS.get(op, op)} of size {width} bytes "
+                         f"(lane {lane})\n{detail}")
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One global allocation; const and param kinds are read-only to kernels."""
+
+    address: int
+    size: int
+    kind: str = "global"
+    name: str | None = None
+    freed: bool = False
+
+
+ALLOCATION_KINDS = ("global", "const", "param")
+
+
+def _align_up(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
+
+
+class GlobalHeap:
+    """Global allocations: program addresses never reused, storage in one growable byte arena."""
+
+    def __init__(self) -> None:
+        self.arena = np.zeros(0, dtype=np.uint8)
+        self._allocations: list[Allocation] = []
+        self._starts: list[int] = []
+        self._storage: list[int] = []
+        self._next_address = GLOBAL_BASE
+        self._arena_top = 0
+        self._holes: list[tuple[int, int]] = []
+        self._tables: tuple[np.ndarray, ...] | None = None
+        self.version = 0
+
+    # ---- allocation ----
+    def alloc(self, nbytes: int, align: int = 256, kind: str = "global", name: str | None = None) -> int:
+        nbytes, align = int(nbytes), int(align)
+        if nbytes < 0:
+            raise ValueError(f"cannot allocate {nbytes} bytes")
+        if align < 1 or align & (align - 1):
+            raise ValueError(f"alignment must be a power of two, not {align}")
+        if kind not in ALLOCATION_KINDS:
+            raise ValueError(f"allocation kind must be one of {ALLOCATION_KINDS}, not {kind!r}")
+        address = _align_up(self._next_address, align)
+        if address + nbytes > GLOBAL_LIMIT:
+            raise MemoryError(f"global address space exhausted allocating {nbytes:,} bytes")
+        offset = self._take_storage(address, nbytes)
+        self._next_address = address + max(nbytes, 1) + GUARD_BYTES
+        self._allocations.append(Allocation(address, nbytes, kind, name))
+        self._starts.append(address)
+        self._storage.append(offset)
+        self._changed()
+        return address
+
+    def free(self, address: int) -> None:
+        index = self._index_of_start(int(address))
+        if index is None or self._allocations[index].freed:
+            raise ValueError(f"free of {int(address):#x}, which is not the start of a live allocation")
+        allocation = self._allocations[index]
+        self._allocations[index] = replace(allocation, freed=True)
+        self._give_back_storage(allocation.address, self._storage[index], allocation.size)
+        self._changed()
+
+    def allocations(self) -> list[Allocation]:
+        return list(self._allocations)
+
+    # ---- host copies ----
+    def write(self, address: int, data) -> None:
+        raw = _as_bytes(data)
+        start = self._host_span(int(address), raw.size, "write")
+        self.arena[start:start + raw.size] = raw
+
+    def read(self, address: int, nbytes: int) -> np.ndarray:
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"cannot read {nbytes} bytes")
+        start = self._host_span(int(address), nbytes, "read")
+        return self.arena[start:start + nbytes].copy()
+
+    # ---- tables for the cores ----
+    def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(start, size, arena offset, flags) arrays, sorted by start address."""
+        if self._tables is None:
+            allocations = self._allocations
+            self._tables = (
+                np.array([a.address for a in allocations], dtype=np.uint64),
+                np.array([a.size for a in allocations], dtype=np.uint64),
+                np.array(self._storage, dtype=np.uint64),
+                np.array([(FLAG_READ_ONLY if a.kind != "global" else 0) | (FLAG_FREED if a.freed else 0)
+                          for a in allocations], dtype=np.uint8),
+            )
+        return self._tables
+
+    # ---- compute-sanitizer style description ----
+    def describe(self, address: int, problem: str = "out of bounds") -> str:
+        """'Access to 0x... is <problem>' and where the address lies from the nearest live allocation."""
+        address = int(address)
+        head = f"Access to {address:#x} is {problem}"
+        nearest = self._nearest_live(address)
+        if nearest is None:
+            return head
+        allocation, relation = nearest
+        where = f"the nearest allocation at {allocation.address:#x} of size {allocation.size:,} bytes"
+        return f"{head}\nand is {relation} {where}"
+
+    def _nearest_live(self, address: int) -> tuple[Allocation, str] | None:
+        best = None
+        for allocation in self._allocations:
+            if allocation.freed:
+                continue
+            start, size = allocation.address, allocation.size
+            if start <= address < start + size:
+                return allocation, "inside"
+            if address >= start:
+                distance = address - (start + size - 1)
+                relation = f"{distance:,} bytes after"
+            else:
+                distance = start - address
+                relation = f"{distance:,} bytes before"
+            if best is None or distance < best[0]:
+                best = (distance, allocation, relation)
+        return None if best is None else (best[1], best[2])
+
+    # ---- internals ----
+    def _changed(self) -> None:
+        self._tables = None
+        self.version += 1
+
+    def _index_of_start(self, address: int) -> int | None:
+        index = bisect_right(self._starts, address) - 1
+        return index if index >= 0 and self._starts[index] == address else None
+
+    def _host_span(self, address: int, nbytes: int, verb: str) -> int:
+        """Arena offset of [address, address + nbytes) inside one live allocation, else ValueError."""
+        index = bisect_right(self._starts, address) - 1
+        if index >= 0 and not self._allocations[index].freed:
+            inside = address - self._starts[index]
+            if inside + nbytes <= self._allocations[index].size:
+                return self._storage[index] + inside
+        raise ValueError(f"host {verb} of {nbytes:,} bytes at {address:#x} does not fit in a live allocation\n"
+                         + self.describe(address))
+
+    def _take_storage(self, address: int, nbytes: int) -> int:
+        """Arena offset for an allocation's first byte, congruent to its address modulo ARENA_ALIGN
+        so that aligned program addresses are aligned arena offsets too."""
+        needed = _storage_span(address, nbytes)
+        base = None
+        for position, (offset, size) in enumerate(self._holes):
+            if size >= needed:
+                base = offset
+                if size == needed:
+                    del self._holes[position]
+                else:
+                    self._holes[position] = (offset + needed, size - needed)
+                break
+        if base is None:
+            base = self._arena_top
+            self._arena_top += needed
+            if self._arena_top > self.arena.size:
+                grown = np.zeros(max(self._arena_top, 2 * self.arena.size, 1 << 20), dtype=np.uint8)
+                grown[:self.arena.size] = self.arena
+                self.arena = grown
+        self.arena[base:base + needed] = 0
+        return base + address % ARENA_ALIGN
+
+    def _give_back_storage(self, address: int, offset: int, nbytes: int) -> None:
+        holes = sorted(self._holes + [(offset - address % ARENA_ALIGN, _storage_span(address, nbytes))])
+        merged: list[tuple[int, int]] = []
+        for start, length in holes:
+            if merged and merged[-1][0] + merged[-1][1] == start:
+                merged[-1] = (merged[-1][0], merged[-1][1] + length)
+            else:
+                merged.append((start, length))
+        if merged and merged[-1][0] + merged[-1][1] == self._arena_top:
+            self._arena_top = merged.pop()[0]
+        self._holes = merged
+
+
+def _storage_span(address: int, nbytes: int) -> int:
+    return _align_up(address % ARENA_ALIGN + max(nbytes, 1), ARENA_ALIGN)
+
+
+def _as_bytes(data) -> np.ndarray:
+    """A flat uint8 view (or copy) of bytes-like or ndarray data, in C order."""
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return np.frombuffer(bytes(data), dtype=np.uint8)
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """Everything a core needs to resolve lanes: the arenas and the global allocation table."""
+
+    global_bytes: np.ndarray
+    alloc_start: np.ndarray
+    alloc_size: np.ndarray
+    alloc_offset: np.ndarray
+    alloc_flags: np.ndarray
+    shared_bytes: np.ndarray
+    shared_limit: int
+    shared_stride: int
+    threads_per_cta: int
+    local_bytes: np.ndarray
+    local_limit: int
+    local_stride: int
+    n_threads: int
