@@ -1,0 +1,8 @@
+// Element-wise vector addition c = a + b; threads past n do nothing.
+
+__global__ void vecadd(const float *a, const float *b, float *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        c[i] = a[i] + b[i];
+}
