@@ -94,6 +94,7 @@ if [ -d tests/isa_probes ]; then
 else
     summary+=("$(printf '%-20s %-14s %6s' "truth isa_probes" "none here" -)")
 fi
+run_stage "check references" 60 "$PYTHON" tools/make_examples.py --check
 counters_deadline=$(($(seconds_left) - PACKAGE_RESERVE - 30))
 run_stage "counters" 240 "$PYTHON" tools/gpu_counters.py --deadline "$((counters_deadline > 0 ? counters_deadline : 1))"
 
@@ -105,9 +106,6 @@ tar czf "$OUT/truth.tar.gz" -T "$scratch/files"
 if (($(stat -c %s "$OUT/truth.tar.gz") > 15 * 1024 * 1024)); then
     split -b "$PART_SIZE" "$OUT/truth.tar.gz" "$OUT/truth.tar.gz.part-"
     rm "$OUT/truth.tar.gz"
-    unpack="cat truth.tar.gz.part-* | tar xzf - -C <repository root>"
-else
-    unpack="tar xzf truth.tar.gz -C <repository root>"
 fi
 
 echo
@@ -115,15 +113,15 @@ echo "==================== device session summary ===================="
 printf '%-20s %-14s %6s\n' stage result time
 printf '%s\n' "${summary[@]}"
 echo
-for log in "$scratch"/truth_*.log "$scratch"/counters.log "$scratch"/sass.log; do
+for log in "$scratch"/truth_*.log "$scratch"/check_references.log "$scratch"/counters.log "$scratch"/sass.log; do
     [ -f "$log" ] || continue
-    grep -E '^gpu_(truth|counters|sass):' "$log"
-    grep -E '^(ERROR|NO-FAULT|WRONG-FAULT|TIMEOUT|CRASHED|SPEC-ERROR|CHILD-FAILED|NOT-FOUND|NO-DATA|FAILED|problem) ' "$log" | head -n 25
+    grep -E '^(gpu_(truth|counters|sass):|summary:)' "$log"
+    grep -E '^(ERROR|NO-FAULT|WRONG-FAULT|TIMEOUT|CRASHED|SPEC-ERROR|CHILD-FAILED|NOT-FOUND|NO-DATA|FAILED|MISMATCH|problem) ' "$log" | head -n 25
 done
 echo
 echo "$(wc -l < "$scratch/files") files packed; in \$OUT:"
 ls -l "$OUT" | tail -n +2
-echo "unpack: $unpack"
+echo "unpack from the repository root: cat <returned folder>/truth.tar.gz* | tar xzf -"
 echo "session: $(($(date +%s) - session_start)) s"
 
 exec >&- 2>&-

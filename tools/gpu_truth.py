@@ -3,7 +3,8 @@
 
 # Runs on the GPU machine (Python 3.12, CuPy, numpy) and must not import gpuemu. Each directory's
 # launches run in one child process; a launch that expects a fault runs alone in its own child
-# (a fault poisons the CUDA context), and a launch that fails in a batch is retried alone.
+# (a fault poisons the CUDA context), and a launch that fails or crashes in a batch is retried
+# alone. A launch that hangs is killed and reported, not retried.
 
 import argparse
 import ctypes
@@ -428,7 +429,7 @@ class Orchestrator:
                 if result is None:
                     remaining = batch[position:]
                     break
-                if result["status"] == "ok" or len(batch) == 1:
+                if result["status"] in ("ok", "timeout") or len(batch) == 1:
                     self.finish(launch, result)
                 else:
                     solos.append(launch)
@@ -461,8 +462,8 @@ def main(argv=None):
     parser.add_argument("--no-save", action="store_true", help="run but write no expected/ files")
     parser.add_argument("--in-process", action="store_true",
                         help="run everything in this process, stopping at the first error (for profilers)")
-    parser.add_argument("--launch-timeout", type=float, default=30.0,
-                        help="seconds a launch may take before its child is killed (default 30)")
+    parser.add_argument("--launch-timeout", type=float, default=20.0,
+                        help="seconds a launch may take before its child is killed (default 20)")
     parser.add_argument("--startup-timeout", type=float, default=120.0,
                         help="seconds a child may take to start its first launch (default 120)")
     parser.add_argument("--child", help=argparse.SUPPRESS)

@@ -777,8 +777,8 @@ def compare(actual, expected):
         bad = ~(error <= expected.tolerance)
         if bad.any():
             first = int(np.argmax(bad))
-            return (f"{int(bad.sum())} elements beyond tolerance, first [{first}] = {actual[first]!r}, "
-                    f"reference {expected.values[first]!r}")
+            return (f"{int(bad.sum())} elements beyond tolerance, first [{first}] = {actual[first].item()!r}, "
+                    f"reference {expected.values[first].item()!r}")
         return None
     if isinstance(expected, Defined):
         flat_actual = actual.reshape(-1)
@@ -787,7 +787,8 @@ def compare(actual, expected):
         wrong = (flat_actual != expected.values) & expected.defined
         if wrong.any():
             first = int(np.argmax(wrong))
-            return f"{int(wrong.sum())} elements differ, first [{first}] = {flat_actual[first]}, reference {expected.values[first]}"
+            return (f"{int(wrong.sum())} elements differ, first [{first}] = {flat_actual[first].item()}, "
+                    f"reference {expected.values[first].item()}")
         return None
     expected = np.asarray(expected)
     if actual.dtype != expected.dtype or actual.size != expected.size:
@@ -798,8 +799,8 @@ def compare(actual, expected):
     unsigned = np.dtype(f"u{actual.dtype.itemsize}")
     differ = flat_actual.view(unsigned) != flat_expected.view(unsigned)
     first = int(np.argmax(differ))
-    return (f"{int(differ.sum())} elements differ, first [{first}] = {flat_actual[first]!r}, "
-            f"reference {flat_expected[first]!r}")
+    return (f"{int(differ.sum())} elements differ, first [{first}] = {flat_actual[first].item()!r}, "
+            f"reference {flat_expected[first].item()!r}")
 
 
 def check_launch(example, spec, root):
