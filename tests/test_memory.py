@@ -630,6 +630,21 @@ def test_contended_f32_ftz_adds_flush_each_intermediate_sum(memory):
     assert memory.read(a, 4).view(np.uint32)[0] == _f32_bits(state)
 
 
+@pytest.mark.parametrize("ty,dtype", [("f16x2", np.float16), ("bf16x2", None)])
+def test_contended_packed_adds_apply_in_lane_order(memory, ty, dtype):
+    def half_bits(value):
+        if dtype is not None:
+            return int(np.array(value, dtype=dtype).view(np.uint16))
+        return _f32_bits(value) >> 16
+
+    operand = half_bits(1.0) << 16 | half_bits(0.5)
+    a = memory.alloc(4)
+    old = memory.atomic("global", "add", ty, u64([a] * 40), None, operand)
+    expected = [half_bits(float(k)) << 16 | half_bits(k * 0.5) for k in range(41)]
+    assert _hex(old) == _hex(expected[:40])
+    assert _hex(memory.read(a, 4).view(np.uint32)) == _hex(expected[40:])
+
+
 def test_contended_f64_adds_keep_the_latest_nan_payload(memory):
     values = np.array([1.0, 2.5, np.inf, -np.inf, 3.0] + [1.0] * 40, dtype=np.float64)
     bits = values.view(np.uint64).copy()

@@ -420,7 +420,8 @@ def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: in
     else:
         final = initial.copy()
         lengths = groups.ends - groups.starts
-        long_groups = np.flatnonzero(lengths > ROUNDS_LIMIT) if op == OP["add"] and not integer else []
+        chained = op == OP["add"] and ty in (TYPE["f32"], TYPE["f64"])
+        long_groups = np.flatnonzero(lengths > ROUNDS_LIMIT) if chained else []
         in_rounds = np.ones(a.size, dtype=bool)
         for group in long_groups:
             span = slice(groups.starts[group], groups.ends[group])

@@ -1,0 +1,168 @@
+"""The C core and its numpy twin, fed the same seeded random operations, end in identical states."""
+import numpy as np
+import pytest
+
+from emulator.memory import (LOCAL_WINDOW, SHARED_WINDOW, DeviceFault, Memory, c_core_available,
+                             distinct_addresses, global_sectors, max_same_address, shared_wavefronts)
+from emulator.memory.spaces import ATOMIC_OPS_BY_TYPE
+
+pytestmark = pytest.mark.skipif(not c_core_available(),
+                                reason="C core not built (python -m emulator.memory.build_core)")
+
+N_CTAS, THREADS_PER_CTA, SHARED_BYTES, LOCAL_BYTES = 3, 64, 512, 64
+
+
+def _twins():
+    twins = (Memory(backend="c"), Memory(backend="numpy"))
+    allocations = []
+    for memory in twins:
+        allocations = [memory.alloc(1024), memory.alloc(40, align=8), memory.alloc(64, kind="const"),
+                       memory.alloc(256)]
+        memory.free(allocations[3])
+        memory.set_windows(n_ctas=N_CTAS, threads_per_cta=THREADS_PER_CTA, shared_bytes=SHARED_BYTES,
+                           local_bytes=LOCAL_BYTES)
+    return twins, allocations
+
+
+def _random_addresses(rng, allocations, n, width, space):
+    """Mostly valid, aligned addresses, with a sprinkling of every kind of bad one."""
+    base = np.array(allocations, dtype=np.uint64)
+    pick = rng.integers(0, 4, size=n)
+    within = rng.integers(0, 1024 // width, size=n).astype(np.uint64) * np.uint64(width)
+    span = np.array([1024, 40, 64, 256], dtype=np.uint64)[pick]
+    global_addr = base[pick] + within % span
+    shared_off = rng.integers(0, SHARED_BYTES // width, size=n).astype(np.uint64) * np.uint64(width)
+    local_off = rng.integers(0, LOCAL_BYTES // width, size=n).astype(np.uint64) * np.uint64(width)
+    if space == "global":
+        addr = global_addr
+    elif space == "shared":
+        addr = shared_off
+    elif space == "local":
+        addr = local_off
+    else:
+        which = rng.integers(0, 3, size=n)
+        addr = np.where(which == 0, global_addr, np.where(which == 1, shared_off + np.uint64(SHARED_WINDOW),
+                                                          local_off + np.uint64(LOCAL_WINDOW)))
+    if n and rng.random() < 0.3:
+        bad = rng.integers(0, n)
+        addr = addr.copy()
+        addr[bad] = rng.choice(np.array([0, 8, 2**64 - 8, int(addr[bad]) + 1, int(addr[bad]) + 4096,
+                                         SHARED_WINDOW + 2**31, LOCAL_WINDOW - 16], dtype=np.uint64))
+    return addr
+
+
+def _outcome(call):
+    try:
+        return ("ok", call())
+    except DeviceFault as fault:
+        return ("fault", (fault.kind, fault.space, fault.op, fault.width, fault.address, fault.lane, fault.detail))
+
+
+def _state(memory, allocations):
+    live = [memory.read(a, size) for a, size in zip(allocations[:3], (1024, 40, 64))]
+    shared = [memory.shared_bytes(c).copy() for c in range(N_CTAS)]
+    local = [memory.local_bytes(t).copy() for t in range(N_CTAS * THREADS_PER_CTA)]
+    return np.concatenate(live + shared + local)
+
+
+def _assert_same(outcomes):
+    (kind_c, value_c), (kind_np, value_np) = outcomes
+    assert kind_c == kind_np
+    if kind_c == "fault":
+        assert value_c == value_np
+    else:
+        assert value_c.dtype == value_np.dtype
+        np.testing.assert_array_equal(value_c.view(np.uint8), value_np.view(np.uint8))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_loads_stores_and_atomics_agree_between_backends(seed):
+    rng = np.random.default_rng(seed)
+    twins, allocations = _twins()
+    n_threads = N_CTAS * THREADS_PER_CTA
+    faults = 0
+    for step in range(60):
+        n = int(rng.integers(0, 80))
+        space = rng.choice(["global", "shared", "local", "generic"])
+        threads = rng.integers(0, n_threads, size=n) if rng.random() < 0.7 else None
+        if threads is None and space in ("shared", "local", "generic"):
+            n = min(n, n_threads)
+        action = rng.choice(["load", "store", "atomic"], p=[0.3, 0.3, 0.4])
+        if action == "atomic":
+            ty = rng.choice(["b32", "u32", "s32", "b64", "u64", "s64", "f32", "f64", "f16x2", "bf16x2"])
+            op = rng.choice(ATOMIC_OPS_BY_TYPE[ty])
+            width = 8 if ty.endswith("64") else 4
+            addr = _random_addresses(rng, allocations, n, width, space)
+            if rng.random() < 0.5 and n:
+                addr[rng.random(n) < 0.6] = addr[0]
+            bits = rng.integers(0, 2**63, size=n, dtype=np.uint64) * np.uint64(rng.integers(1, 3))
+            a = bits.astype(np.uint64 if width == 8 else np.uint32)
+            if ty in ("f32", "f64") and rng.random() < 0.7:
+                a = rng.standard_normal(n).astype(np.float32 if ty == "f32" else np.float64)
+            b = a[::-1].copy()
+            ftz = bool(rng.random() < 0.5)
+            outcomes = [_outcome(lambda m=m: m.atomic(space, op, ty, addr, threads[:n] if threads is not None else None,
+                                                      a, b if op == "cas" else None, ftz=ftz)) for m in twins]
+        else:
+            width = int(rng.choice([1, 2, 4, 8, 16]))
+            addr = _random_addresses(rng, allocations, n, width, space)
+            lanes = threads[:n] if threads is not None else None
+            if action == "load":
+                outcomes = [_outcome(lambda m=m: m.load(space, addr, lanes, width)) for m in twins]
+            else:
+                data = rng.integers(0, 256, size=n * width, dtype=np.uint8)
+                outcomes = [_outcome(lambda m=m: (m.store(space, addr, lanes, width, data), np.zeros(0))[1])
+                            for m in twins]
+        _assert_same(outcomes)
+        faults += outcomes[0][0] == "fault"
+        np.testing.assert_array_equal(_state(twins[0], allocations), _state(twins[1], allocations))
+    assert 0 < faults < 60
+
+
+def _python_counts(kind, addr, threads, width, bank_bytes=4):
+    """Slow, obvious per-warp reference built from sets."""
+    per_warp = {}
+    for a, t in zip(addr.tolist(), threads.tolist()):
+        per_warp.setdefault(t // 32, []).append((a, t))
+    result = {}
+    for warp, lanes in per_warp.items():
+        if kind == "distinct":
+            result[warp] = len({a for a, _ in lanes})
+        elif kind == "max_same":
+            result[warp] = max([a for a, _ in lanes].count(a) for a, _ in lanes)
+        elif kind == "sectors":
+            result[warp] = len({s for a, _ in lanes for s in range(a // 32, (a + width - 1) // 32 + 1)})
+        else:
+            lanes_per_phase = min(32, 32 * bank_bytes // width)
+            phases = {}
+            for a, t in lanes:
+                words = range(a // bank_bytes, (a + width - 1) // bank_bytes + 1)
+                banks = phases.setdefault((t % 32) // lanes_per_phase, {})
+                for word in words:
+                    banks.setdefault(word % 32, set()).add(word)
+            result[warp] = sum(max(len(words) for words in banks.values()) for banks in phases.values())
+    warps = sorted(result)
+    return warps, [result[w] for w in warps]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_counts_agree_with_each_other_and_a_python_reference(seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(1, 400))
+    width = int(rng.choice([1, 2, 4, 8, 16]))
+    bank_bytes = int(rng.choice([4, 4, 8]))
+    threads = rng.integers(0, 300, size=n) if seed % 2 else np.arange(n) + int(rng.integers(0, 64))
+    if seed % 3 == 0:
+        addr = rng.integers(0, 2048, size=n).astype(np.uint64) * np.uint64(width)
+    else:
+        addr = (np.uint64(0x7F4368000000) + rng.integers(0, 64, size=n).astype(np.uint64)
+                * np.uint64(int(rng.choice([1, 4, 32, 33, 128]))))
+    for kind, counter, args in [
+        ("waves", shared_wavefronts, (width, bank_bytes)), ("sectors", global_sectors, (width,)),
+        ("distinct", distinct_addresses, ()), ("max_same", max_same_address, ()),
+    ]:
+        got = [counter(addr, threads, *args, backend=backend) for backend in ("c", "numpy")]
+        warps, counts = _python_counts(kind, addr, threads, width, bank_bytes)
+        for warps_got, counts_got in got:
+            assert warps_got.tolist() == warps
+            assert counts_got.tolist() == counts
