@@ -226,6 +226,7 @@ class GpuRunner:
         cupy = self.cupy
         started = time.perf_counter()
         buffers = {}
+        inputs = {}
         try:
             module = self.module(launch.ptx_path)
             kernel = module.get_function(launch.entry)
@@ -237,7 +238,11 @@ class GpuRunner:
                 if kind == "scalar":
                     values.append(value)
                     continue
-                buffer = cupy.asarray(np.load(value)) if isinstance(value, Path) else cupy.zeros(value[1], dtype=value[0])
+                if isinstance(value, Path):
+                    inputs[index] = np.load(value)
+                    buffer = cupy.asarray(inputs[index])
+                else:
+                    buffer = cupy.zeros(value[1], dtype=value[0])
                 buffers[index] = buffer
                 values.append(buffer)
             if launch.shared + kernel.shared_size_bytes > STATIC_SHARED_LIMIT:
@@ -263,9 +268,18 @@ class GpuRunner:
         if self.save:
             self.clear_expected(launch)
             launch.expected_dir.mkdir(parents=True, exist_ok=True)
+            unchanged = []
             for index, array in host_buffers.items():
+                original = inputs.get(index)
+                if original is not None and original.dtype == array.dtype and original.shape == array.shape \
+                        and original.tobytes() == array.tobytes():
+                    unchanged.append(str(index))
+                    continue
                 np.save(launch.expected_dir / f"arg{index}.npy", array)
                 saved.append(f"arg{index}.npy")
+            if unchanged:
+                (launch.expected_dir / "unchanged.txt").write_text(" ".join(unchanged) + "\n")
+                saved.append("unchanged.txt")
             if launch.stdout:
                 (launch.expected_dir / "stdout.txt").write_bytes(printed)
                 saved.append("stdout.txt")

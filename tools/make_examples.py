@@ -134,13 +134,13 @@ def dot_example():
     n = 33 * 1024
     a = np.arange(n, dtype=np.float32)
     rng = rng_for("dot")
-    n_big = 2**20
+    n_random = 64 * 256 * 4
     inputs = {"a.npy": a, "b.npy": 2 * a,
-              "a_1m.npy": uniform_pm1(rng, n_big), "b_1m.npy": uniform_pm1(rng, n_big)}
+              "a_random.npy": uniform_pm1(rng, n_random), "b_random.npy": uniform_pm1(rng, n_random)}
     launches = [
         launch("dot", "dot", 32, 256, ["@inputs/a.npy", "@inputs/b.npy", "zeros:f32:32", f"i32:{n}"]),
-        launch("dot_1m", "dot", 64, 256,
-               ["@inputs/a_1m.npy", "@inputs/b_1m.npy", "zeros:f32:64", f"i32:{n_big}"]),
+        launch("dot_random", "dot", 64, 256,
+               ["@inputs/a_random.npy", "@inputs/b_random.npy", "zeros:f32:64", f"i32:{n_random}"]),
     ]
 
     def reference(spec, args):
@@ -311,7 +311,7 @@ def printf_example():
 
 def vecadd_example():
     rng = rng_for("vecadd")
-    n = 2**20
+    n = 64 * 1024
     inputs = {"a.npy": wide_range_floats(rng, n), "b.npy": wide_range_floats(rng, n),
               "a_small.npy": wide_range_floats(rng, 1000), "b_small.npy": wide_range_floats(rng, 1000)}
     launches = [
