@@ -6,16 +6,12 @@ import json
 import os
 import sys
 import tempfile
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from .errors import GpuemuError, UsageError
-
-DTYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-          "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
-          "f16": np.float16, "f32": np.float32, "f64": np.float64}
-
+from .spec import parse_arg
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
@@ -30,52 +26,6 @@ def parse_dims(text: str, what: str):
     if not 1 <= len(values) <= 3:
         raise UsageError(f"{what} '{text}' must have 1 to 3 components")
     return tuple(values)
-
-
-def _dtype(name: str, spec: str):
-    if name not in DTYPES:
-        raise UsageError(f"unknown type '{name}' in '{spec}' (use one of {' '.join(DTYPES)})")
-    return np.dtype(DTYPES[name])
-
-
-def _scalar(dtype: np.dtype, text: str, spec: str):
-    try:
-        if dtype.kind == "f":
-            return dtype.type(float(text))
-        value = int(text, 0)
-    except ValueError:
-        raise UsageError(f"'{text}' in '{spec}' is not a {dtype.name} value") from None
-    info = np.iinfo(dtype)
-    if not info.min <= value <= info.max:
-        raise UsageError(f"{value} in '{spec}' is out of range for {dtype.name}")
-    return dtype.type(value)
-
-
-def parse_arg(spec: str, base_dir: str = "."):
-    """`@file.npy` → array, `zeros:f32:1024` → array, `i32:5` → numpy scalar."""
-    if spec.startswith("@"):
-        path = os.path.join(base_dir, spec[1:])
-        try:
-            return np.load(path, allow_pickle=False)
-        except FileNotFoundError:
-            raise UsageError(f"argument file '{path}' not found") from None
-        except (ValueError, OSError) as error:
-            raise UsageError(f"cannot read '{path}' as .npy: {error}") from None
-    parts = spec.split(":")
-    if parts[0] == "zeros":
-        if len(parts) != 3:
-            raise UsageError(f"'{spec}' should be zeros:DTYPE:COUNT")
-        dtype = _dtype(parts[1], spec)
-        try:
-            count = int(parts[2], 0)
-        except ValueError:
-            raise UsageError(f"count '{parts[2]}' in '{spec}' is not an integer") from None
-        if count < 0:
-            raise UsageError(f"negative count in '{spec}'")
-        return np.zeros(count, dtype=dtype)
-    if len(parts) != 2:
-        raise UsageError(f"'{spec}' is not @file.npy, zeros:DTYPE:COUNT or DTYPE:VALUE")
-    return _scalar(_dtype(parts[0], spec), parts[1], spec)
 
 
 def _write_npy_atomically(path: str, array: np.ndarray) -> None:

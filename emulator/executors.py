@@ -6,7 +6,7 @@ plumbing once for every instruction family.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -15,7 +15,6 @@ from isa.types import TYPES
 
 from . import ir
 from .errors import DeviceError
-from .lower import FUNC_PARAM_BASE
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
 
 ALL = slice(None)

@@ -1,6 +1,7 @@
 """Modules, kernels and launches: loading PTX into device memory, CUDA's launch checks, batching CTAs, errors."""
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -14,7 +15,7 @@ from isa.types import TYPES
 from . import ir
 from . import syntax as S
 from .errors import DeviceError, LaunchError, PTXSemanticError, UsageError
-from .lower import lower_kernel, type_size, variable_align, variable_size
+from .lower import lower_kernel, variable_align, variable_size
 from .machine import Batch
 from .memory import DeviceFault, Memory
 from .parse import parse
@@ -477,9 +478,8 @@ class Launch:
         return DeviceError("CUDA_ERROR_ASSERT", summary, summary)
 
 
-def load(source: Union[str, "os.PathLike"], *, device: Optional[Device] = None) -> Module:
+def load(source: Union[str, os.PathLike], *, device: Optional[Device] = None) -> Module:
     """Load PTX from a path or from PTX text."""
-    import os
     text = str(source)
     if isinstance(source, os.PathLike) or (("\n" not in text) and os.path.exists(text)):
         path = os.fspath(source)

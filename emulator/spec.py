@@ -1,0 +1,137 @@
+"""Launch specifications (docs/launch-spec.md): one launches.json drives a real GPU and gpuemu alike."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .errors import UsageError
+
+
+DTYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+          "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+          "f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def _dtype(name: str, spec: str):
+    if name not in DTYPES:
+        raise UsageError(f"unknown type '{name}' in '{spec}' (use one of {' '.join(DTYPES)})")
+    return np.dtype(DTYPES[name])
+
+
+def _scalar(dtype: np.dtype, text: str, spec: str):
+    try:
+        if dtype.kind == "f":
+            return dtype.type(float(text))
+        value = int(text, 0)
+    except ValueError:
+        raise UsageError(f"'{text}' in '{spec}' is not a {dtype.name} value") from None
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise UsageError(f"{value} in '{spec}' is out of range for {dtype.name}")
+    return dtype.type(value)
+
+
+def parse_arg(spec: str, base_dir: str = "."):
+    """`@file.npy` → array, `zeros:f32:1024` → array, `i32:5` → numpy scalar."""
+    if spec.startswith("@"):
+        path = os.path.join(base_dir, spec[1:])
+        try:
+            return np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise UsageError(f"argument file '{path}' not found") from None
+        except (ValueError, OSError) as error:
+            raise UsageError(f"cannot read '{path}' as .npy: {error}") from None
+    parts = spec.split(":")
+    if parts[0] == "zeros":
+        if len(parts) != 3:
+            raise UsageError(f"'{spec}' should be zeros:DTYPE:COUNT")
+        dtype = _dtype(parts[1], spec)
+        try:
+            count = int(parts[2], 0)
+        except ValueError:
+            raise UsageError(f"count '{parts[2]}' in '{spec}' is not an integer") from None
+        if count < 0:
+            raise UsageError(f"negative count in '{spec}'")
+        return np.zeros(count, dtype=dtype)
+    if len(parts) != 2:
+        raise UsageError(f"'{spec}' is not @file.npy, zeros:DTYPE:COUNT or DTYPE:VALUE")
+    return _scalar(_dtype(parts[0], spec), parts[1], spec)
+
+
+@dataclass
+class LaunchSpec:
+    directory: Path
+    name: str
+    ptx: Path
+    kernel: str
+    grid: tuple
+    block: tuple
+    shared: int
+    args: List[str]
+    const: Dict[str, str] = field(default_factory=dict)
+    stdout: bool = False
+    tolerance: Optional[dict] = None
+    expect_error: Optional[str] = None
+
+    @property
+    def expected_dir(self) -> Path:
+        return self.directory / "expected" / self.name
+
+    def arguments(self):
+        return [parse_arg(spec, str(self.directory)) for spec in self.args]
+
+    def constants(self):
+        return {name: parse_arg(spec, str(self.directory)) for name, spec in self.const.items()}
+
+
+def read_launches(path: Path) -> List[LaunchSpec]:
+    """Every launch of one launches.json."""
+    data = json.loads(Path(path).read_text())
+    directory = Path(path).parent
+    specs = []
+    for entry in data["launches"]:
+        specs.append(LaunchSpec(
+            directory=directory, name=entry["name"], ptx=directory / entry.get("ptx", data.get("ptx")),
+            kernel=entry["kernel"], grid=tuple(entry["grid"]), block=tuple(entry["block"]),
+            shared=int(entry.get("shared", 0)), args=list(entry["args"]), const=dict(entry.get("const", {})),
+            stdout=bool(entry.get("stdout", False)), tolerance=entry.get("tolerance"),
+            expect_error=entry.get("expect_error")))
+    return specs
+
+
+def compare(expected: np.ndarray, actual: np.ndarray, tolerance: Optional[dict]) -> Optional[str]:
+    """None when they agree (bit for bit, or within the tolerance); otherwise what differs."""
+    if expected.shape != actual.shape or expected.dtype != actual.dtype:
+        return f"shape/dtype {actual.shape} {actual.dtype} != {expected.shape} {expected.dtype}"
+    exp_bits = expected.view(np.uint8).reshape(expected.size, -1) if expected.size else expected
+    act_bits = actual.view(np.uint8).reshape(actual.size, -1) if actual.size else actual
+    differ = np.flatnonzero(np.any(exp_bits != act_bits, axis=1)) if expected.size else []
+    if len(differ) == 0:
+        return None
+    if tolerance and expected.dtype.kind == "f":
+        e, a = expected.astype(np.float64), actual.astype(np.float64)
+        both_nan = np.isnan(e) & np.isnan(a)
+        same_inf = np.isinf(e) & (e == a)
+        if "ulp" in tolerance:
+            spacing = np.abs(np.spacing(expected.astype(expected.dtype))).astype(np.float64)
+            bound = tolerance["ulp"] * spacing
+        elif "rel" in tolerance:
+            bound = tolerance["rel"] * np.abs(e)
+        else:
+            bound = np.full(e.shape, float(tolerance.get("abs", 0.0)))
+        if "abs" in tolerance and "ulp" in tolerance:
+            bound = np.maximum(bound, tolerance["abs"])
+        ok = both_nan | same_inf | (np.abs(e - a) <= bound)
+        bad = np.flatnonzero(~ok.reshape(-1))
+        if len(bad) == 0:
+            return None
+        differ = bad
+    first = int(differ[0])
+    flat_e, flat_a = expected.reshape(-1), actual.reshape(-1)
+    return (f"{len(differ)} of {expected.size} elements differ; first at {first}: "
+            f"expected {flat_e[first]!r}, got {flat_a[first]!r}")
