@@ -1,7 +1,8 @@
 /* gpuemu memory core: every lane's access is resolved and bounds-checked before any byte moves. */
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 
 #include "_core.h"
 
@@ -372,7 +373,7 @@ static uint32_t f32_add(uint32_t x, uint32_t y, int ftz)
     }
     /* Normal or zero operands with a normal sum: the machine's float add is the IEEE result
        whatever its denormal modes, so it can stand in for the exact path below. */
-    if (f32_normal_or_zero(x) && f32_normal_or_zero(y)) {
+    if (FLT_EVAL_METHOD == 0 && f32_normal_or_zero(x) && f32_normal_or_zero(y)) {
         float a, b, quick;
         memcpy(&a, &x, 4);
         memcpy(&b, &y, 4);

@@ -7,7 +7,7 @@ from . import fallback
 from .spaces import (ACCESS_WIDTHS, ATOMIC_DTYPES, ATOMIC_OPS, ATOMIC_OPS_BY_TYPE, ATOMIC_TYPES,
                      COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD, FAULT_KINDS, LOCAL_WINDOW,
                      NULL_LIMIT, SHARED_WINDOW, SPACE_CODES, SPACE_NAMES, WINDOW_SIZE,
-                     ARENA_ALIGN, Allocation, DeviceFault, GlobalHeap, Layout, _align_up)
+                     ARENA_ALIGN, Allocation, DeviceFault, GlobalHeap, Layout, align_up)
 
 try:
     from . import _gpuemu_core
@@ -241,8 +241,8 @@ class Memory:
             raise ValueError("threads_per_cta must be positive when there are CTAs")
         self._n_ctas, self._threads_per_cta = int(n_ctas), int(threads_per_cta)
         self._shared_limit, self._local_limit = int(shared_bytes), int(local_bytes)
-        self._shared_stride = _align_up(self._shared_limit, ARENA_ALIGN)
-        self._local_stride = _align_up(self._local_limit, ARENA_ALIGN)
+        self._shared_stride = align_up(self._shared_limit, ARENA_ALIGN)
+        self._local_stride = align_up(self._local_limit, ARENA_ALIGN)
         self._n_threads = self._n_ctas * self._threads_per_cta
         self._shared = np.zeros(self._n_ctas * self._shared_stride, dtype=np.uint8)
         self._local = np.zeros(self._n_threads * self._local_stride, dtype=np.uint8)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spaces import (ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_THREAD, FLAG_FREED,
+from .spaces import (ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD, FLAG_FREED,
                      FLAG_READ_ONLY, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, SPACE_CODES,
                      WINDOW_SIZE, Layout)
 
@@ -40,21 +40,30 @@ def _lane_words(data: np.ndarray, width: int) -> np.ndarray:
 
 
 class _Resolved:
-    """Per-lane resolution: which arena (a space code), the byte offset there, and a fault kind."""
+    """Per-lane resolution: which arena (a space code), the byte offset there, and the first fault."""
 
-    __slots__ = ("space", "offset", "kind", "fault")
+    __slots__ = ("space", "offset", "fault")
 
-    def __init__(self, space, offset, kind, fault):
-        self.space, self.offset, self.kind, self.fault = space, offset, kind, fault
+    def __init__(self, space, offset, fault):
+        self.space, self.offset, self.fault = space, offset, fault
+
+
+def _lanes_of(lane_space: np.ndarray | None, requested: int, wanted: int):
+    """Lanes of the call that resolve to `wanted`: a slice when the call named that space."""
+    if requested == wanted:
+        return slice(None)
+    if requested != GENERIC:
+        return None
+    lanes = np.flatnonzero(lane_space == wanted)
+    return lanes if lanes.size else None
 
 
 def resolve(layout: Layout, space: int, addr: np.ndarray, threads: np.ndarray | None, width: int,
             writes: bool) -> _Resolved:
     """Resolves every lane; `fault` is (lane, kind, space) of the lowest faulting lane, or None."""
     n = addr.size
-    lanes_thread = threads if threads is not None else np.arange(n, dtype=np.int64)
-    kind = np.zeros(n, dtype=np.uint8)
-    offset = addr.copy()
+    offset = addr
+    lane_space = None
     if space == GENERIC:
         from_shared = addr - np.uint64(SHARED_WINDOW)
         from_local = addr - np.uint64(LOCAL_WINDOW)
@@ -63,68 +72,83 @@ def resolve(layout: Layout, space: int, addr: np.ndarray, threads: np.ndarray | 
         lane_space = np.full(n, GLOBAL, dtype=np.uint8)
         lane_space[in_shared] = SHARED
         lane_space[in_local] = LOCAL
-        offset[in_shared] = from_shared[in_shared]
-        offset[in_local] = from_local[in_local]
-    else:
-        lane_space = np.full(n, space, dtype=np.uint8)
-    misaligned = (addr % np.uint64(width)) != 0
+        offset = np.where(in_shared, from_shared, np.where(in_local, from_local, addr))
+    aligned = (addr & np.uint64(width - 1)) == 0
+    ok = np.zeros(n, dtype=bool)
     arena_offset = np.zeros(n, dtype=np.int64)
 
     for window_space in (SHARED, LOCAL):
-        lanes = np.flatnonzero(lane_space == window_space) if space == GENERIC else (
-            np.arange(n) if space == window_space else np.zeros(0, dtype=np.int64))
-        if lanes.size == 0:
+        lanes = _lanes_of(lane_space, space, window_space)
+        if lanes is None:
             continue
-        thread = lanes_thread[lanes]
+        thread = threads[lanes] if threads is not None else np.arange(n, dtype=np.int64)[lanes]
         off = offset[lanes]
-        limit = layout.shared_limit if window_space == SHARED else layout.local_limit
-        stride = layout.shared_stride if window_space == SHARED else layout.local_stride
-        bad_thread = (thread < 0) | (thread >= layout.n_threads)
-        out_of_window = (off >= np.uint64(limit)) | (np.uint64(width) > np.uint64(limit) - off)
-        lane_kind = np.where(bad_thread, FAULT_BAD_THREAD,
-                             np.where(misaligned[lanes], MISALIGNED,
-                                      np.where(out_of_window, OUT_OF_BOUNDS, 0)))
-        kind[lanes] = lane_kind
-        ok = lane_kind == 0
-        unit = thread[ok] // layout.threads_per_cta if window_space == SHARED else thread[ok]
-        arena_offset[lanes[ok]] = unit * stride + off[ok].astype(np.int64)
+        shared = window_space == SHARED
+        limit = layout.shared_limit if shared else layout.local_limit
+        stride = layout.shared_stride if shared else layout.local_stride
+        if limit < width:
+            continue
+        good = (thread >= 0) & (thread < layout.n_threads) & aligned[lanes] & (off <= np.uint64(limit - width))
+        unit = thread // max(layout.threads_per_cta, 1) if shared else thread
+        ok[lanes] = good
+        arena_offset[lanes] = np.where(good, unit * stride + off.astype(np.int64), 0)
 
-    lanes = np.flatnonzero(lane_space == GLOBAL) if space == GENERIC else (
-        np.arange(n) if space == GLOBAL else np.zeros(0, dtype=np.int64))
-    if lanes.size:
-        _resolve_global(layout, addr[lanes], width, writes, misaligned[lanes], lanes, kind, arena_offset)
+    lanes = _lanes_of(lane_space, space, GLOBAL)
+    if lanes is not None and layout.alloc_start.size:
+        lane_addr = addr[lanes]
+        index = np.searchsorted(layout.alloc_start, lane_addr, side="right").astype(np.int64) - 1
+        found = index >= 0
+        index[~found] = 0
+        inside = lane_addr - layout.alloc_start[index]
+        forbidden = FLAG_FREED | (FLAG_READ_ONLY if writes else 0)
+        good = (found & aligned[lanes] & (lane_addr >= np.uint64(NULL_LIMIT))
+                & (inside + np.uint64(width) <= layout.alloc_size[index])
+                & ((layout.alloc_flags[index] & forbidden) == 0))
+        ok[lanes] = good
+        arena_offset[lanes] = np.where(good, (layout.alloc_offset[index] + inside).astype(np.int64), 0)
 
-    faulting = np.flatnonzero(kind)
     fault = None
-    if faulting.size:
-        first = int(faulting[0])
-        fault = (first, int(kind[first]), int(lane_space[first]))
-    return _Resolved(lane_space, arena_offset, kind, fault)
+    if n and not ok.all():
+        first = int(np.argmin(ok))
+        thread = int(threads[first]) if threads is not None else first
+        fault = (first,) + _classify(layout, space, int(addr[first]), thread, width, writes)
+    return _Resolved(lane_space, arena_offset, fault)
 
 
-def _resolve_global(layout, addr, width, writes, misaligned, lanes, kind, arena_offset):
-    starts, sizes = layout.alloc_start, layout.alloc_size
-    index = np.searchsorted(starts, addr, side="right").astype(np.int64) - 1
-    found = index >= 0
-    safe_index = np.where(found, index, 0)
-    if starts.size:
-        inside = addr - starts[safe_index]
-        size = sizes[safe_index]
-        flags = layout.alloc_flags[safe_index]
-        storage = layout.alloc_offset[safe_index]
-    else:
-        inside = size = storage = np.zeros(addr.size, dtype=np.uint64)
-        flags = np.zeros(addr.size, dtype=np.uint8)
-    contained = found & (inside < size)
-    freed = (flags & FLAG_FREED) != 0
-    too_long = np.uint64(width) > size - inside
-    read_only = (flags & FLAG_READ_ONLY) != 0 if writes else np.zeros(addr.size, dtype=bool)
-    lane_kind = np.select(
-        [misaligned, addr < np.uint64(NULL_LIMIT), ~contained, freed, too_long, read_only],
-        [MISALIGNED, NULL, OUT_OF_BOUNDS, FREED, OUT_OF_BOUNDS, READ_ONLY], 0)
-    kind[lanes] = lane_kind
-    ok = lane_kind == 0
-    arena_offset[lanes[ok]] = (storage[ok] + inside[ok]).astype(np.int64)
+def _classify(layout: Layout, space: int, address: int, thread: int, width: int, writes: bool):
+    """(fault kind, resolved space) of one lane, checked in the C core's order."""
+    offset = address
+    if space == GENERIC:
+        if 0 <= address - SHARED_WINDOW < WINDOW_SIZE:
+            space, offset = SHARED, address - SHARED_WINDOW
+        elif 0 <= address - LOCAL_WINDOW < WINDOW_SIZE:
+            space, offset = LOCAL, address - LOCAL_WINDOW
+        else:
+            space = GLOBAL
+    if space in (SHARED, LOCAL):
+        limit = layout.shared_limit if space == SHARED else layout.local_limit
+        if not 0 <= thread < layout.n_threads:
+            return FAULT_BAD_THREAD, space
+        if address % width:
+            return MISALIGNED, space
+        if offset >= limit or width > limit - offset:
+            return OUT_OF_BOUNDS, space
+        return FAULT_BAD_LAYOUT, space
+    if address % width:
+        return MISALIGNED, space
+    if address < NULL_LIMIT:
+        return NULL, space
+    index = int(np.searchsorted(layout.alloc_start, np.uint64(address), side="right")) - 1
+    if index < 0 or address - int(layout.alloc_start[index]) >= int(layout.alloc_size[index]):
+        return OUT_OF_BOUNDS, space
+    flags = int(layout.alloc_flags[index])
+    if flags & FLAG_FREED:
+        return FREED, space
+    if width > int(layout.alloc_size[index]) - (address - int(layout.alloc_start[index])):
+        return OUT_OF_BOUNDS, space
+    if writes and flags & FLAG_READ_ONLY:
+        return READ_ONLY, space
+    return FAULT_BAD_LAYOUT, space
 
 
 def _arenas(layout: Layout):
@@ -133,12 +157,7 @@ def _arenas(layout: Layout):
 
 def _lanes_in(resolved: _Resolved, space: int, requested: int) -> np.ndarray | slice | None:
     """Lanes served by one arena: every lane when the call named that space, else a selection."""
-    if requested == space:
-        return slice(None)
-    if requested != GENERIC:
-        return None
-    lanes = np.flatnonzero(resolved.space == space)
-    return lanes if lanes.size else None
+    return _lanes_of(resolved.space, requested, space)
 
 
 def _last_writer(offsets: np.ndarray) -> np.ndarray:

@@ -81,7 +81,7 @@ class Allocation:
 ALLOCATION_KINDS = ("global", "const", "param")
 
 
-def _align_up(value: int, align: int) -> int:
+def align_up(value: int, align: int) -> int:
     return (value + align - 1) // align * align
 
 
@@ -108,7 +108,7 @@ class GlobalHeap:
             raise ValueError(f"alignment must be a power of two, not {align}")
         if kind not in ALLOCATION_KINDS:
             raise ValueError(f"allocation kind must be one of {ALLOCATION_KINDS}, not {kind!r}")
-        address = _align_up(self._next_address, align)
+        address = align_up(self._next_address, align)
         if address + nbytes > GLOBAL_LIMIT:
             raise MemoryError(f"global address space exhausted allocating {nbytes:,} bytes")
         offset = self._take_storage(address, nbytes)
@@ -244,7 +244,7 @@ class GlobalHeap:
 
 
 def _storage_span(address: int, nbytes: int) -> int:
-    return _align_up(address % ARENA_ALIGN + max(nbytes, 1), ARENA_ALIGN)
+    return align_up(address % ARENA_ALIGN + max(nbytes, 1), ARENA_ALIGN)
 
 
 def _as_bytes(data) -> np.ndarray:
