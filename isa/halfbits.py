@@ -122,7 +122,8 @@ def _decode(raw, fmt):
 
 def _round_up(rnd: str, fraction, integral, negative):
     if rnd == "rn":
-        return (fraction > 0.5) | ((fraction == 0.5) & (np.fmod(integral, 2.0) == 1.0))
+        odd = (integral.astype(np.uint64) & np.uint64(1)) == 1
+        return (fraction > 0.5) | ((fraction == 0.5) & odd)
     if rnd == "rna":
         return fraction >= 0.5
     if rnd == "rz":

@@ -13,6 +13,8 @@ from isa import fp
 RNG_SEED = 20240611
 MODES = ("rn", "rz", "rm", "rp")
 LAYOUT = {"f64": (11, 52), "f32": (8, 23), "f16": (5, 10), "bf16": (8, 7)}
+UNBOUNDED = {name + "+": (ebits + 1, mbits) for name, (ebits, mbits) in LAYOUT.items()}
+LAYOUT.update(UNBOUNDED)
 
 
 # ---- independent reference: exact rationals rounded by definition ---------------------------------
@@ -87,10 +89,10 @@ def value_of(code: int, fmt: str) -> float:
 
 def expected_code(exact, fmt, rnd, *, zero_negative=False, ftz=False):
     if ftz and exact != 0:
-        rounded = round_rational(exact, fmt, rnd)
-        if rounded not in (math.inf, -math.inf) and abs(rounded) < Fraction(2) ** (2 - 2 ** (LAYOUT[fmt][0] - 1)):
+        # IEEE 754 tininess after rounding: rounded as if the exponent range were unbounded.
+        unbounded = round_rational(exact, fmt + "+", rnd)
+        if abs(unbounded) < Fraction(2) ** (2 - 2 ** (LAYOUT[fmt][0] - 1)):
             return bits_of(0, fmt, negative_zero=exact < 0)
-        return bits_of(rounded, fmt)
     if exact == 0:
         return bits_of(0, fmt, negative_zero=zero_negative)
     return bits_of(round_rational(exact, fmt, rnd), fmt, negative_zero=exact < 0)
@@ -244,6 +246,18 @@ def test_exact_cancellation_is_negative_zero_only_when_rounding_down():
     assert np.signbit(fp.fadd(np.float64(2.0), np.float64(-2.0), ty="f64", rnd="rm"))
 
 
+def test_ftz_detects_tininess_after_rounding_with_unbounded_exponent():
+    # Read off an H100: 0x3F7FFFFF * 0x00800000 is exactly 2**-126 - 2**-150, which rounds to the
+    # smallest normal on the subnormal grid but is tiny with an unbounded exponent: flushed.
+    # 0x3F7FFFFE * 0x00800001 = 2**-126 (1 - 2**-46) is tiny only before rounding: kept.
+    a = np.array([0x3F7FFFFF, 0x3F7FFFFF, 0x3F7FFFFE], np.uint32).view(np.float32)
+    b = np.array([0x00800000, 0x80800000, 0x00800001], np.uint32).view(np.float32)
+    assert fp.fmul(a, b, ty="f32", ftz=True).view(np.uint32).tolist() == [0, 0x80000000, 0x00800000]
+    assert fp.fmul(a, b, ty="f32", rnd="rp", ftz=True).view(np.uint32).tolist()[0] == 0
+    assert fp.fmul(a, b, ty="f32").view(np.uint32).tolist() == [0x00800000, 0x80800000, 0x00800000]
+    assert fp.ffma(a, b, np.float32(0), ty="f32", ftz=True).view(np.uint32).tolist()[0] == 0
+
+
 def test_sat_clamps_to_unit_interval_and_sends_nan_and_negative_zero_to_plus_zero():
     a = np.array([0.75, 2.0, -3.0, np.nan, -0.0, 1.0], dtype=np.float32)
     b = np.array([0.5, 0.0, 1.0, 1.0, -0.0, 0.0], dtype=np.float32)
@@ -272,6 +286,20 @@ def test_f64_nan_propagates_quieted_payload_and_invalid_gives_negative_default_n
     assert code(fp.fsqrt(f64(0xC054580000000000), ty="f64", mode="rz")) == 0xFFF8000000000000
     assert code(fp.ffma(f64(0x7FFBEFE6F08E840F), f64(0x4029E5FE753B9C58), f64(0xFFFBEFE6F08E840F),
                         ty="f64")) == 0xFFFBEFE6F08E840F
+
+
+def test_f64_nan_operand_priority_per_instruction():
+    # Every pair/triple of distinct NaN payloads on an H100: b wins over a for add, sub, mul, min,
+    # max; b, c, a for fma; a wins for div. Signalling NaNs come back quieted, signs kept.
+    qa, sb, qc = 0x7FF8000000000A01, 0xFFF0000000000D02, 0xFFF8000000000B03
+    a, b, c = (np.array([v], np.uint64).view(np.float64) for v in (qa, sb, qc))
+    quieted_b = 0xFFF8000000000D02
+    for function in (fp.fadd, fp.fsub, fp.fmul):
+        assert function(a, b, ty="f64").view(np.uint64)[0] == quieted_b
+    assert fp.fmin(a, b, ty="f64").view(np.uint64)[0] == quieted_b
+    assert fp.ffma(a, b, c, ty="f64").view(np.uint64)[0] == quieted_b
+    assert fp.ffma(a, np.float64(2.0), c, ty="f64").view(np.uint64)[0] == qc
+    assert fp.fdiv(a, b, ty="f64", mode="rn").view(np.uint64)[0] == qa
 
 
 # ---- fma -------------------------------------------------------------------------------------------
@@ -565,6 +593,13 @@ def test_half_ex2_and_tanh_truncate_like_the_gpu():
 
 def test_div_approx_huge_divisor_and_full_division():
     f32 = np.float32
+    assert fp.fdiv(f32(3.0), f32(2.0 ** 127), ty="f32", mode="full") == f32(3.0 * 2.0 ** -127)
+    subnormal_divisor = np.array([0x00400000], np.uint32).view(np.float32)
+    assert fp.fdiv(f32(1.5 * 2.0 ** -10), subnormal_divisor, ty="f32", mode="approx") == f32(1.5 * 2.0 ** 117)
+    # Read off an H100: div.full.f32 0x43E8A000 / 0x45771000 is 0x3DF10A4B, one below the IEEE quotient.
+    pair = np.array([0x43E8A000, 0x45771000], np.uint32).view(np.float32)
+    assert fp.fdiv(pair[0], pair[1], ty="f32", mode="full").view(np.uint32) == 0x3DF10A4B
+    assert fp.fdiv(pair[0], pair[1], ty="f32", mode="rn").view(np.uint32) == 0x3DF10A4C
     assert fp.fdiv(f32(3.0), f32(2.0 ** 127), ty="f32", mode="approx") == 0
     assert np.signbit(fp.fdiv(f32(-3.0), f32(2.0 ** 127), ty="f32", mode="approx"))
     assert np.isnan(fp.fdiv(f32(np.inf), f32(2.0 ** 127), ty="f32", mode="approx"))
