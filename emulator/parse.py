@@ -39,7 +39,11 @@ _TERMINAL_WORDS = {
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(grammar_text("ptx"), parser="lalr", lexer="contextual", maybe_placeholders=True)
+    options = dict(parser="lalr", lexer="contextual", maybe_placeholders=True)
+    try:
+        return Lark(grammar_text("ptx"), cache=True, **options)
+    except OSError:
+        return Lark(grammar_text("ptx"), **options)
 
 
 def _pos(token: Token) -> S.Pos:

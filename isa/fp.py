@@ -533,8 +533,35 @@ def _f64_fma(x, y, z, rnd):
     return result
 
 
+_F32_MIDPOINT_MASK = np.uint64((1 << 29) - 1)
+_F32_MIDPOINT_BITS = np.uint64(1 << 28)
+
+
+def _fma_f32_nearest(a, b, c):
+    """fma.rn.f32 in float64: the product is exact and the sum rounds once, so converting to f32 is the single
+    rounding except when the f64 sum lands exactly on an f32 midpoint with a nonzero error; those lanes, and
+    subnormal, non-finite or NaN results, take the exact path."""
+    x, y, z = (np.asarray(v, dtype=np.float32).astype(np.float64) for v in (a, b, c))
+    with np.errstate(all="ignore"):
+        product = x * y
+        total = product + z
+        virtual = total - product
+        error = (product - (total - virtual)) + (z - virtual)
+        result = np.asarray(total.astype(np.float32))
+        magnitude = np.abs(result)
+        midpoint = (total.view(np.uint64) & _F32_MIDPOINT_MASK) == _F32_MIDPOINT_BITS
+        hard = (midpoint & (error != 0)) | ~(magnitude < np.float32(np.inf)) | (magnitude < np.float32(2.0 ** -126))
+    if np.any(hard):
+        result = np.array(result, copy=True)
+        shape = np.broadcast(x, y, z).shape
+        pick = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float32), shape)[hard]
+        result[hard] = ffma(pick(a), pick(b), pick(c), ty="f32", rnd="rn", relu=False, sat=False,
+                            ftz=False, _exact=True)
+    return result
+
+
 @_quiet
-def ffma(a, b, c, *, ty, rnd="rn", ftz=False, sat=False, relu=False):
+def ffma(a, b, c, *, ty, rnd="rn", ftz=False, sat=False, relu=False, _exact=False):
     """fma{.rnd}{.ftz}{.sat}.ty (and mad.rnd): a * b + c with a single rounding.
 
     ty: f32 f64 f16 bf16 f16x2 bf16x2; `relu` is fma.rn.relu.{f16,bf16}{x2}.
@@ -543,6 +570,8 @@ def ffma(a, b, c, *, ty, rnd="rn", ftz=False, sat=False, relu=False):
     if ty == "f64":
         (x, y, z), shape = _flat(_values(F64, a), _values(F64, b), _values(F64, c))
         return _f64_out(_f64_fma(x, y, z, rnd).reshape(shape), a, b, c)
+    if ty == "f32" and rnd == "rn" and not (ftz or sat or relu or _exact):
+        return _fma_f32_nearest(a, b, c)
 
     def lane(fmt, p, q, s):
         x, y, z = _values(fmt, p), _values(fmt, q), _values(fmt, s)

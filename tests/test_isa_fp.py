@@ -890,3 +890,23 @@ def test_scalar_immediates_broadcast_against_arrays():
     packed = fp.fadd(np.array([0x3C003C00], np.uint32), np.uint32(0x40003C00), ty="f16x2")
     assert packed.dtype == np.uint32 and packed.tolist() == [0x42004000]
     assert np.shape(fp.fadd(np.float64(1.0), np.float64(2.0), ty="f64", rnd="rz")) == ()
+
+
+def test_fma_f32_float64_fast_path_agrees_with_exact_rounding_at_f32_midpoints():
+    rng = np.random.default_rng(11)
+    a = rng.uniform(1, 2, 1 << 17).astype(np.float32)
+    b = rng.uniform(1, 2, 1 << 17).astype(np.float32)
+    product = a.astype(np.float64) * b.astype(np.float64)
+    ulp = np.spacing(product.astype(np.float32)).astype(np.float64)
+    midpoint = np.floor(product / ulp) * ulp + ulp / 2
+    nudge = np.where(rng.random(product.size) < 0.5, -1.0, 1.0) * 2.0 ** -55
+    c64 = (midpoint - product) + nudge
+    c = c64.astype(np.float32)
+    total = product + c64
+    lands_on_midpoint = (c.astype(np.float64) == c64) & (total == midpoint)
+    picked = np.flatnonzero(lands_on_midpoint)[:300]
+    assert len(picked) >= 100
+    got = fp.ffma(a[picked], b[picked], c[picked], ty="f32")
+    for k, i in enumerate(picked):
+        exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
+        assert int(got[k:k + 1].view(np.uint32)[0]) == expected_code(exact, "f32", "rn")

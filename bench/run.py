@@ -1,0 +1,204 @@
+"""`make bench`: each workload end to end through `gpuemu run`: wall time, thread-instructions per second, peak RSS."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+@dataclass
+class Workload:
+    name: str
+    ptx: str
+    kernel: str
+    grid: str
+    block: str
+    make_args: Callable[[np.random.Generator, Path], List[str]]
+    check: Callable[[Path, Path], str]
+    shared: int = 0
+
+
+def _save(directory: Path, name: str, array: np.ndarray) -> str:
+    np.save(directory / name, array)
+    return f"@{directory / name}"
+
+
+def vecadd_args(rng, directory):
+    n = 1 << 20
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    return [_save(directory, "a.npy", a), _save(directory, "b.npy", b), f"zeros:f32:{n}", f"i32:{n}"]
+
+
+def vecadd_check(inputs, out):
+    a, b, c = (np.load(inputs / "a.npy"), np.load(inputs / "b.npy"), np.load(out / "arg2.npy"))
+    return "exact" if np.array_equal(c, a + b) else "WRONG"
+
+
+def matmul_args(rng, directory):
+    a = rng.uniform(-1, 1, (256, 256)).astype(np.float32)
+    b = rng.uniform(-1, 1, (256, 256)).astype(np.float32)
+    return [_save(directory, "A.npy", a.reshape(-1)), _save(directory, "B.npy", b.reshape(-1)),
+            "i32:256", "i32:256", "zeros:f32:65536"]
+
+
+def matmul_check(inputs, out):
+    a = np.load(inputs / "A.npy").reshape(256, 256).astype(np.float64)
+    b = np.load(inputs / "B.npy").reshape(256, 256).astype(np.float64)
+    c = np.load(out / "arg4.npy").reshape(256, 256)
+    error = np.abs(c - a @ b).max()
+    return f"max |err| {error:.1e}" if error < 1e-3 else f"WRONG ({error:.1e})"
+
+
+def histogram_args(rng, directory):
+    data = rng.integers(0, 256, 1 << 20).astype(np.uint8)
+    return [_save(directory, "data.npy", data), f"i32:{1 << 20}", "zeros:u32:256"]
+
+
+def histogram_check(inputs, out):
+    want = np.bincount(np.load(inputs / "data.npy"), minlength=256)
+    return "exact" if np.array_equal(np.load(out / "arg2.npy"), want) else "WRONG"
+
+
+def dot_args(rng, directory):
+    n = 1 << 20
+    a = rng.uniform(-1, 1, n).astype(np.float32)
+    b = rng.uniform(-1, 1, n).astype(np.float32)
+    return [_save(directory, "a.npy", a), _save(directory, "b.npy", b), "zeros:f32:64", f"i32:{n}"]
+
+
+def dot_check(inputs, out):
+    a = np.load(inputs / "a.npy").astype(np.float64)
+    b = np.load(inputs / "b.npy").astype(np.float64)
+    got = float(np.load(out / "arg2.npy").astype(np.float64).sum())
+    want = float(a @ b)
+    return f"|err| {abs(got - want):.1e}" if abs(got - want) < 1e-2 else "WRONG"
+
+
+def collatz_args(rng, directory):
+    return ["zeros:u32:16384", "u64:1"]
+
+
+def collatz_check(inputs, out):
+    steps = np.load(out / "arg0.npy")
+    for i in (0, 1, 26, 16383):
+        x, n = i + 1, 0
+        while x != 1:
+            x = 3 * x + 1 if x & 1 else x // 2
+            n += 1
+        if steps[i] != n:
+            return "WRONG"
+    return "spot-checked"
+
+
+def localarray_args(rng, directory):
+    values = rng.integers(0, 1 << 30, 64 * 256 * 16).astype(np.uint32)
+    return [_save(directory, "values.npy", values), "zeros:u32:16384"]
+
+
+def localarray_check(inputs, out):
+    return "ran"
+
+
+def transpose_args(rng, directory):
+    return ["zeros:i32:1024"]
+
+
+def transpose_check(inputs, out):
+    got = np.load(out / "arg0.npy")
+    return "exact" if np.array_equal(got, np.arange(1024).reshape(32, 32).T.reshape(-1)) else "WRONG"
+
+
+WORKLOADS = [
+    Workload("vecadd 2^20", "vecadd/vecadd.ptx", "vecadd", "4096", "256", vecadd_args, vecadd_check),
+    Workload("matmul 256^3", "matmul/matmul.ptx", "Muld", "16,16", "16,16", matmul_args, matmul_check),
+    Workload("histogram 2^20 B", "histogram/histogram.ptx", "histogram", "64", "256", histogram_args,
+             histogram_check),
+    Workload("dot 2^20", "dot/dot.ptx", "dot", "64", "256", dot_args, dot_check),
+    Workload("collatz 16K", "collatz/collatz.ptx", "collatz", "64", "256", collatz_args, collatz_check),
+    Workload("local sort 16K", "localarray/localarray.ptx", "sortLocal", "64", "256", localarray_args,
+             localarray_check),
+    Workload("transpose x1024", "transpose/transpose.ptx", "setRowReadCol", "1024", "32,32", transpose_args,
+             transpose_check),
+]
+
+
+def run_workload(workload: Workload, directory: Path, backend: str) -> Dict[str, object]:
+    rng = np.random.default_rng(abs(hash(workload.name)) % (2 ** 32))
+    args = workload.make_args(rng, directory)
+    out = directory / "out"
+    stats_path = directory / "stats.json"
+    command = [sys.executable, "-m", "emulator", "run", str(EXAMPLES / workload.ptx), "--kernel", workload.kernel,
+               "--grid", workload.grid, "--block", workload.block, "--out", str(out), "--json", str(stats_path),
+               "--backend", backend]
+    if workload.shared:
+        command += ["--shared", str(workload.shared)]
+    for arg in args:
+        command += ["--arg", arg]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    stderr = process.stderr.read().decode()
+    process.stdout.close()
+    process.stderr.close()
+    if status != 0:
+        return {"workload": workload.name, "error": stderr.strip()}
+    stats = json.loads(stats_path.read_text())
+    return {
+        "workload": workload.name,
+        "wall_seconds": wall,
+        "kernel_seconds": stats["wall_seconds"],
+        "thread_instructions": stats["thread_instructions"],
+        "thread_instructions_per_second": stats["thread_instructions"] / wall,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "check": workload.check(directory, out),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", help="run workloads whose name contains this")
+    parser.add_argument("--json", default=str(ROOT / "build" / "bench.json"), help="where to write the results")
+    parser.add_argument("--compare", help="a previous results JSON to show speed-ups against")
+    parser.add_argument("--backend", default="auto", choices=("auto", "c", "numpy"))
+    options = parser.parse_args(argv)
+    baseline = {}
+    if options.compare:
+        baseline = {row["workload"]: row for row in json.loads(Path(options.compare).read_text())["results"]}
+    results = []
+    header = f"{'workload':18s} {'wall s':>8s} {'thread-instr':>13s} {'instr/s':>10s} {'RSS MB':>7s}  check"
+    print(header + ("  vs baseline" if baseline else ""))
+    for workload in WORKLOADS:
+        if options.only and options.only not in workload.name:
+            continue
+        with tempfile.TemporaryDirectory() as temp:
+            row = run_workload(workload, Path(temp), options.backend)
+        results.append(row)
+        if "error" in row:
+            print(f"{workload.name:18s} ERROR {row['error']}")
+            continue
+        line = (f"{row['workload']:18s} {row['wall_seconds']:8.2f} {row['thread_instructions']:13,d} "
+                f"{row['thread_instructions_per_second']:10.2e} {row['peak_rss_mb']:7.0f}  {row['check']}")
+        if row["workload"] in baseline and "wall_seconds" in baseline[row["workload"]]:
+            line += f"  {baseline[row['workload']]['wall_seconds'] / row['wall_seconds']:.2f}x"
+        print(line, flush=True)
+    Path(options.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(options.json).write_text(json.dumps({"results": results}, indent=2) + "\n")
+    return 1 if any("error" in row or str(row.get("check", "")).startswith("WRONG") for row in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
