@@ -193,7 +193,16 @@ def build_alu(batch, instr: ir.Instr) -> Callable:
     carry_out = family.carry_out and decoded.has("cc")
     carry_always = family.carry_in or carry_out
     if isinstance(dest, ir.PredPairRef):
-        return _build_setp_pair(batch, decoded, dest, readers)
+        if family.mnemonic in ("setp", "set"):
+            return _build_setp_pair(batch, decoded, dest, readers)
+        write_first = writer(batch, dest.first, signature.dest)
+        write_second = writer(batch, dest.second, "pred")
+
+        def execute_pair(sel):
+            first, second = fn(*[r(sel) for r in readers])
+            write_first(sel, first)
+            write_second(sel, second)
+        return execute_pair
     write = writer(batch, dest, signature.dest)
     if carry_always:
         cc = batch.cc
@@ -217,24 +226,40 @@ def build_alu(batch, instr: ir.Instr) -> Callable:
     return lambda sel: write(sel, fn(*[r(sel) for r in readers]))
 
 
+_HALF_OF_PAIR = {"f16x2": "f16", "bf16x2": "bf16"}
+
+
 def _build_setp_pair(batch, decoded: Decoded, dest: ir.PredPairRef, readers) -> Callable:
-    """setp with `p|q`: p = t BOP c and q = !t BOP c."""
+    """setp with `p|q`: p = t BOP c and q = !t BOP c; for f16x2/bf16x2, p and q compare the low and high halves."""
     from isa import intops
-    from isa.table import _compare
-    compare = _compare(decoded)
+    from isa.table import compare_function
     op = decoded.get("boolop")
     write_p = writer(batch, dest.first, "pred")
     write_q = writer(batch, dest.second, "pred")
+    half = _HALF_OF_PAIR.get(decoded.type)
+    if half is not None:
+        compare_half = compare_function(decoded, half)
+        low_mask, shift = np.uint32(0xFFFF), np.uint32(16)
+
+        def outcomes(sel):
+            a, b = np.asarray(readers[0](sel)), np.asarray(readers[1](sel))
+            low = compare_half((a & low_mask).astype(np.uint16), (b & low_mask).astype(np.uint16))
+            high = compare_half((a >> shift).astype(np.uint16), (b >> shift).astype(np.uint16))
+            return low, high
+    else:
+        compare = compare_function(decoded, decoded.type)
+
+        def outcomes(sel):
+            t = np.asarray(compare(readers[0](sel), readers[1](sel)))
+            return t, ~t
 
     def execute(sel):
-        t = compare(readers[0](sel), readers[1](sel))
-        if op is None:
-            write_p(sel, t)
-            write_q(sel, ~np.asarray(t))
-        else:
+        p, q = outcomes(sel)
+        if op is not None:
             c = readers[2](sel)
-            write_p(sel, intops.combine_pred(t, c, op=op))
-            write_q(sel, intops.combine_pred(~np.asarray(t), c, op=op))
+            p, q = intops.combine_pred(p, c, op=op), intops.combine_pred(q, c, op=op)
+        write_p(sel, p)
+        write_q(sel, q)
     return execute
 
 

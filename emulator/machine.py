@@ -113,7 +113,7 @@ class Batch:
         if base == "dynamic_smem_size":
             return np.uint32(launch.dynamic_shared)
         if base in ("total_smem_size", "aggr_smem_size"):
-            return np.uint32(launch.shared_bytes)
+            return np.uint32((launch.shared_bytes + 127) // 128 * 128)
         if base in ("cluster_nctaid",):
             return np.uint32(1)
         if base in ("cluster_nctarank",):

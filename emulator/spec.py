@@ -135,3 +135,52 @@ def compare(expected: np.ndarray, actual: np.ndarray, tolerance: Optional[dict])
     flat_e, flat_a = expected.reshape(-1), actual.reshape(-1)
     return (f"{len(differ)} of {expected.size} elements differ; first at {first}: "
             f"expected {flat_e[first]!r}, got {flat_a[first]!r}")
+
+
+def run_launch(spec: LaunchSpec, *, backend: str = "auto", module_cache: Optional[dict] = None):
+    """Run one specified launch through gpuemu; returns (arguments after the launch, printed text)."""
+    import io
+    from .launch import Device, Module
+    stdout = io.StringIO()
+    key = str(spec.ptx)
+    if module_cache is not None and key in module_cache:
+        module = module_cache[key]
+        module.device.stdout = stdout
+    else:
+        module = Module(spec.ptx.read_text(), str(spec.ptx), Device(backend=backend, stdout=stdout))
+        if module_cache is not None:
+            module_cache[key] = module
+    for name, value in spec.constants().items():
+        module.set_symbol(name, value)
+    args = spec.arguments()
+    module.kernel(spec.kernel).launch(spec.grid, spec.block, args, spec.shared)
+    return args, stdout.getvalue()
+
+
+def check_launch(spec: LaunchSpec, args, printed: str) -> List[str]:
+    """Differences between a run's results and the launch's recorded GPU results (empty when they agree)."""
+    expected = spec.expected_dir
+    unchanged_file = expected / "unchanged.txt"
+    unchanged = set(unchanged_file.read_text().split()) if unchanged_file.exists() else set()
+    originals = None
+    problems = []
+    for index, arg in enumerate(args):
+        if not isinstance(arg, np.ndarray):
+            continue
+        path = expected / f"arg{index}.npy"
+        if path.exists():
+            want = np.load(path)
+        elif str(index) in unchanged:
+            originals = originals or spec.arguments()
+            want = originals[index]
+        else:
+            problems.append(f"arg{index}: no recorded result")
+            continue
+        problem = compare(want, arg, spec.tolerance)
+        if problem:
+            problems.append(f"arg{index}: {problem}")
+    if spec.stdout:
+        want_lines = (expected / "stdout.txt").read_text().splitlines()
+        if sorted(printed.splitlines()) != sorted(want_lines):
+            problems.append("printed text differs")
+    return problems

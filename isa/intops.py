@@ -826,3 +826,54 @@ def set_result(pred, *, dtype):
     udtype = _unsigned(dtype)
     all_ones = np.array(-1).astype(udtype)
     return _as(np.where(pred, all_ones, udtype.type(0)).astype(udtype), dtype)
+
+
+@_silent
+def add_halves(a, b, *, ty):
+    """add.u16x2 / add.s16x2: two independent 16-bit wrapping sums in one 32-bit word."""
+    signed = ty == "s16x2"
+    (a_low, a_high), (b_low, b_high) = _packed_halves(a, signed), _packed_halves(b, signed)
+    return _pack_halves(a_low + b_low, a_high + b_high)
+
+
+@_silent
+def fns(mask, base, offset):
+    """fns.b32: the bit position of the offset-th set bit of mask counting from base (up for offset > 0,
+    down for offset < 0, base itself when offset is 0 and that bit is set); 0xFFFFFFFF when there is none.
+    An offset of INT_MIN, whose negation overflows, gave 0 on the H100 (tests/isa_probes fns_b32)."""
+    mask = _bits(mask, np.uint32).astype(np.uint64)
+    base = _bits(base, np.uint32).astype(np.int64)
+    offset = _as(offset, np.int32).astype(np.int64)
+    mask, base, offset = np.broadcast_arrays(mask, base, offset)
+    positions = np.arange(32, dtype=np.int64)
+    bits = ((mask[..., None] >> positions.astype(np.uint64)) & np.uint64(1)).astype(bool)
+    upward = offset >= 0
+    eligible = np.where(upward[..., None], positions >= base[..., None], positions <= base[..., None]) & bits
+    wanted = np.where(upward, np.maximum(offset, 1), -offset)
+    order = np.where(upward[..., None], np.cumsum(eligible, axis=-1),
+                     np.cumsum(eligible[..., ::-1], axis=-1)[..., ::-1])
+    hit = eligible & (order == wanted[..., None])
+    zero_offset = offset == 0
+    at_base = (((mask >> np.clip(base, 0, 31).astype(np.uint64)) & np.uint64(1)) == 1) & (base < 32)
+    found = np.where(hit.any(axis=-1), np.argmax(hit, axis=-1), -1)
+    found = np.where(zero_offset, np.where(at_base, base, -1), found)
+    result = np.where(found >= 0, found, 0xFFFFFFFF)
+    return np.where(offset == -(1 << 31), 0, result).astype(np.uint32)
+
+
+_PACK_RANGES = {"u16": (0, 0xFFFF, 16), "s16": (-0x8000, 0x7FFF, 16), "u8": (0, 0xFF, 8), "s8": (-0x80, 0x7F, 8),
+                "u4": (0, 0xF, 4), "s4": (-0x8, 0x7, 4), "u2": (0, 0x3, 2), "s2": (-0x2, 0x1, 2)}
+
+
+@_silent
+def cvt_pack_sat(a, b, c=None, *, dst):
+    """cvt.pack.sat.dst.s32{.b32}: saturate the s32 inputs a, b to dst and pack them, b in the low field;
+    with a third operand c the two fields are inserted at the bottom of c shifted up by two fields."""
+    low, high, bits = _PACK_RANGES[dst]
+    mask = np.int64((1 << bits) - 1)
+    first = np.clip(_as(a, np.int32).astype(np.int64), low, high) & mask
+    second = np.clip(_as(b, np.int32).astype(np.int64), low, high) & mask
+    packed = (first << np.int64(bits)) | second
+    if c is not None:
+        packed = packed | (_bits(c, np.uint32).astype(np.int64) << np.int64(2 * bits))
+    return (packed & np.int64(0xFFFFFFFF)).astype(np.uint32)

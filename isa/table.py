@@ -15,11 +15,13 @@ from .types import FLOATS, HALVES, INT_TYPES, TYPES, widened
 # family's category that contains it, so modifiers may come in any order.
 
 CATEGORIES: Dict[str, frozenset] = {name: frozenset(values.split()) for name, values in {
-    "rnd": "rn rz rm rp",
+    "rnd": "rn rz rm rp rna",
     "irnd": "rni rzi rmi rpi",
     "ftz": "ftz",
     "sat": "sat",
     "relu": "relu",
+    "satfinite": "satfinite",
+    "pack": "pack",
     "approx": "approx full",
     "nan": "NaN",
     "xorsign": "xorsign",
@@ -114,6 +116,7 @@ class Family:
     carry_in: bool = False
     carry_out: bool = False
     type_optional: bool = False
+    optional_slots: int = 0
 
 
 def parse_signature(text: str, types: Tuple[str, ...]) -> Signature:
@@ -154,6 +157,8 @@ def _is_float(d: Decoded) -> bool:
 def _add(d):
     if _is_float(d):
         return partial(fp.fadd, **_float_kw(d))
+    if d.type in PACKED_HALVES:
+        return partial(intops.add_halves, ty=d.type)
     if d.has("cc"):
         return intops.add_cc
     if d.has("sat"):
@@ -226,7 +231,7 @@ def _mad24(d):
 
 
 def _fma(d):
-    return partial(fp.ffma, **_float_kw(d))
+    return partial(fp.ffma, relu=d.has("relu"), **_float_kw(d))
 
 
 def _div(d):
@@ -255,10 +260,9 @@ def _neg(d):
 def _minmax(float_fn, int_fn):
     def build(d):
         if _is_float(d):
-            return partial(float_fn, ty=d.type, ftz=d.has("ftz"), nan=d.has("nan"))
-        if d.has("relu"):
-            return partial(int_fn, relu=True)
-        return int_fn
+            return partial(float_fn, ty=d.type, ftz=d.has("ftz"), nan=d.has("nan"), absolute=d.has("absmod"),
+                           xorsign=d.has("xorsign"))
+        return partial(int_fn, relu=d.has("relu"), ty=d.type)
     return build
 
 
@@ -304,13 +308,25 @@ def _logic(fn):
 
 
 def _lop3(d):
-    return lambda a, b, c, lut: intops.lop3(a, b, c, lut=int(np.asarray(lut).reshape(-1)[0]) & 0xFF)
+    op = d.get("boolop")
+
+    def lop3(a, b, c, lut, q=None):
+        result = intops.lop3(a, b, c, lut=int(np.asarray(lut).reshape(-1)[0]) & 0xFF)
+        if op is None:
+            return result
+        return result, intops.combine_pred(np.asarray(result) != 0, q, op=op)
+    return lop3
+
+
+def compare_function(d: Decoded, type_name: str):
+    """The bare comparison of setp/set (before any .and/.or/.xor), for operands of type_name."""
+    if TYPES[type_name].is_float:
+        return partial(fp.fcompare, ty=type_name, cmp=d.get("cmp"), ftz=d.has("ftz"))
+    return partial(intops.icompare, cmp=d.get("cmp"))
 
 
 def _compare(d):
-    if _is_float(d):
-        return partial(fp.fcompare, ty=d.type, cmp=d.get("cmp"), ftz=d.has("ftz"))
-    return partial(intops.icompare, cmp=d.get("cmp"))
+    return compare_function(d, d.type)
 
 
 def _setp(d):
@@ -321,14 +337,33 @@ def _setp(d):
     return lambda a, b, c: intops.combine_pred(compare(a, b), c, op=op)
 
 
+_ONE_BITS = {"f16": 0x3C00, "bf16": 0x3F80, "f16x2": 0x3C00, "bf16x2": 0x3F80}
+
+
 def _set(d):
-    source = Decoded(d.family, d.types[1:], d.mods)
-    compare = _compare(source)
-    dtype = TYPES[d.types[0]].dtype
+    """set: 0xFFFFFFFF or 1.0f per result; with f16x2/bf16x2 sources each half of d is set on its own
+    (0xFFFF or 1.0 of the destination's half format)."""
+    dest, source = d.types[0], d.types[1]
     op = d.get("boolop")
-    if op is None:
-        return lambda a, b: intops.set_result(compare(a, b), dtype=dtype)
-    return lambda a, b, c: intops.set_result(intops.combine_pred(compare(a, b), c, op=op), dtype=dtype)
+    combine = (lambda t, c: t) if op is None else (lambda t, c: intops.combine_pred(t, c, op=op))
+    half = {"f16x2": "f16", "bf16x2": "bf16"}.get(source)
+    if half is None and dest not in _ONE_BITS:
+        compare = compare_function(d, source)
+        dtype = TYPES[dest].dtype
+        return lambda a, b, c=None: intops.set_result(combine(compare(a, b), c), dtype=dtype)
+    true_bits = _ONE_BITS.get(dest, 0xFFFF)
+    if half is None:
+        compare = compare_function(d, source)
+        return lambda a, b, c=None: np.where(combine(compare(a, b), c), true_bits, 0).astype(TYPES[dest].dtype)
+    compare = compare_function(d, half)
+
+    def set_halves(a, b, c=None):
+        a, b = np.asarray(a, dtype=np.uint32), np.asarray(b, dtype=np.uint32)
+        low = combine(compare((a & 0xFFFF).astype(np.uint16), (b & 0xFFFF).astype(np.uint16)), c)
+        high = combine(compare((a >> 16).astype(np.uint16), (b >> 16).astype(np.uint16)), c)
+        return (np.where(high, true_bits, 0).astype(np.uint32) << np.uint32(16)) | \
+            np.where(low, true_bits, 0).astype(np.uint32)
+    return set_halves
 
 
 def _selp(d):
@@ -355,17 +390,27 @@ def _copysign(d):
     return partial(fp.copysign, ty=d.type)
 
 
+_PAIRED = ("f16x2", "bf16x2", "e4m3x2", "e5m2x2")
+
+
 def _cvt(d):
-    dst, src = d.types
+    dst, src = d.types[:2]
+    if d.has("pack"):
+        return partial(intops.cvt_pack_sat, dst=dst)
     rnd = d.get("rnd") or d.get("irnd")
-    if TYPES[dst].bits == 32 and dst in ("f16x2", "bf16x2") and src == "f32" or dst in ("e4m3x2", "e5m2x2") and src == "f32":
-        return partial(fp.cvt_pack, dst=dst, rnd=rnd or "rn", relu=d.has("relu"), sat=d.has("sat"))
-    return partial(fp.cvt, dst=dst, src=src, rnd=rnd, ftz=d.has("ftz"), sat=d.has("sat"), relu=d.has("relu"))
+    if dst in _PAIRED and src == "f32":
+        return partial(fp.cvt_pack, dst=dst, rnd=rnd or "rn", relu=d.has("relu"),
+                       satfinite=d.has("satfinite") or d.has("sat"))
+    kw = {"satfinite": True} if d.has("satfinite") else {}
+    return partial(fp.cvt, dst=dst, src=src, rnd=rnd, ftz=d.has("ftz"), sat=d.has("sat"), relu=d.has("relu"),
+                   **kw)
 
 
 def _cvt_sig(d):
-    dst, src = d.types
-    if dst in ("f16x2", "bf16x2", "e4m3x2", "e5m2x2") and src == "f32":
+    dst, src = d.types[:2]
+    if d.has("pack"):
+        return "b32 <- T1, T1, b32?" if len(d.types) == 3 else "b32 <- T1, T1"
+    if dst in _PAIRED and src == "f32":
         return "T0 <- T1, T1"
     return "T0 <- T1"
 
@@ -391,14 +436,15 @@ def _szext(d):
     return partial(intops.szext, mode=d.get("shfmode"), signed=d.type == "s32")
 
 
-CVT_TYPES = INT_TYPES + FLOATS + ("f16", "bf16", "tf32", "f16x2", "bf16x2", "e4m3x2", "e5m2x2")
+CVT_TYPES = INT_TYPES + FLOATS + ("f16", "bf16", "tf32", "f16x2", "bf16x2", "e4m3x2", "e5m2x2", "u4", "s4", "u2", "s2")
+PACKED_HALVES = ("u16x2", "s16x2")
 FLOAT_ALL = FLOATS + HALVES
 MEM_TYPES = INT_TYPES + FLOATS + ("f16", "f16x2", "bf16", "bf16x2")
-ATOM_TYPES = ("b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2")
+ATOM_TYPES = ("b16", "b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2")
 
 FAMILIES: Tuple[Family, ...] = (
     # integer and float arithmetic
-    Family("add", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("rnd", "ftz", "sat", "cc"), build=_add,
+    Family("add", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("rnd", "ftz", "sat", "cc"), build=_add,
            carry_out=True),
     Family("addc", "T <- T, T", (("u32", "s32", "u64", "s64"),), ("cc",), build=_addc, carry_in=True,
            carry_out=True),
@@ -419,9 +465,9 @@ FAMILIES: Tuple[Family, ...] = (
     Family("rem", "T <- T, T", (ARITH_INT,), build=_rem),
     Family("abs", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), build=_abs),
     Family("neg", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), build=_neg),
-    Family("min", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("ftz", "nan", "relu", "xorsign", "absmod"),
+    Family("min", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("ftz", "nan", "relu", "xorsign", "absmod"),
            build=_minmax(fp.fmin, intops.imin)),
-    Family("max", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("ftz", "nan", "relu", "xorsign", "absmod"),
+    Family("max", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("ftz", "nan", "relu", "xorsign", "absmod"),
            build=_minmax(fp.fmax, intops.imax)),
     Family("copysign", "T <- T, T", (FLOATS,), build=_copysign),
     Family("testp", "pred <- T", (FLOATS,), ("testprop",), build=_testp),
@@ -452,19 +498,21 @@ FAMILIES: Tuple[Family, ...] = (
     Family("xor", "T <- T, T", (BITWISE,), build=_logic(intops.lxor)),
     Family("not", "T <- T", (BITWISE,), build=_logic(intops.lnot)),
     Family("cnot", "T <- T", (("b16", "b32", "b64"),), build=_logic(intops.cnot)),
-    Family("lop3", "b32 <- b32, b32, b32, b32", (("b32",),), build=_lop3),
+    Family("lop3", "b32 <- b32, b32, b32, b32, pred?", (("b32",),), ("boolop",), build=_lop3),
+    Family("fns", "b32 <- b32, u32, s32", (("b32",),), build=_plain(intops.fns)),
     Family("bmsk", "b32 <- b32, b32", (("b32",),), ("shfmode",), build=_bmsk),
     Family("szext", "T <- T, u32", (("u32", "s32"),), ("shfmode",), build=_szext),
     Family("dp4a", _dp_sig, (("u32", "s32"), ("u32", "s32")), build=_dp4a),
     Family("dp2a", _dp_sig, (("u32", "s32"), ("u32", "s32")), ("halfmode",), build=_dp2a),
     # comparison and selection
     Family("setp", "pred <- T, T, pred?", (ALL_DATA,), ("cmp", "boolop", "ftz"), build=_setp),
-    Family("set", "T0 <- T1, T1, pred?", (("u32", "s32", "f32"), ALL_DATA), ("cmp", "boolop", "ftz"),
+    Family("set", "T0 <- T1, T1, pred?", (("u32", "s32", "f32") + HALVES, ALL_DATA), ("cmp", "boolop", "ftz"),
            build=_set),
     Family("selp", "T <- T, T, pred", (ALL_DATA,), build=_selp),
     Family("slct", "T0 <- T0, T0, T1", (INT_TYPES + FLOATS, ("s32", "f32")), ("ftz",), build=_slct),
     # conversion and data movement
-    Family("cvt", _cvt_sig, (CVT_TYPES, CVT_TYPES), ("rnd", "irnd", "ftz", "sat", "relu"), build=_cvt),
+    Family("cvt", _cvt_sig, (CVT_TYPES, CVT_TYPES, ("b32",)), ("rnd", "irnd", "ftz", "sat", "relu", "satfinite", "pack"),
+           build=_cvt, optional_slots=1),
     Family("mov", "T <- T", (ALL_DATA + ("pred",),), op_class="mov"),
     Family("cvta", "T <- T", (("u32", "u64"),), ("cvtadir", "space"), op_class="cvta"),
     Family("isspacep", "pred <- u64", (), ("space",), op_class="isspacep"),
@@ -546,7 +594,8 @@ def decode(mnemonic: str, modifiers: Tuple[str, ...]) -> Decoded:
             raise DecodeError(f"two modifiers of one kind ('.{raw}') in '{mnemonic}'")
         seen.add(category)
         mods.append((category, modifier))
-    if len(types) != len(family.types) and not (family.type_optional and not types):
+    if not len(family.types) - family.optional_slots <= len(types) <= len(family.types) and \
+            not (family.type_optional and not types):
         wanted = " and ".join("a type" for _ in family.types)
         raise DecodeError(f"'{mnemonic}' needs {wanted} (e.g. '.u32')" if family.types else
                           f"unexpected type in '{mnemonic}'")
@@ -566,7 +615,7 @@ def semantics(decoded: Decoded) -> Callable:
 def expand(family: Family):
     """Every concrete type combination a family is defined for."""
     combos = [()]
-    for allowed in family.types:
+    for allowed in family.types[:len(family.types) - family.optional_slots]:
         combos = [combo + (name,) for combo in combos for name in allowed]
     return combos
 

@@ -53,6 +53,10 @@ def _types():
         table[name] = PtxType(name, 32, "half", np.dtype(np.uint32))
     for name in ("e4m3", "e5m2"):
         table[name] = PtxType(name, 8, "half", np.dtype(np.uint8))
+    for name in ("u16x2", "s16x2"):
+        table[name] = PtxType(name, 32, "packed", np.dtype(np.uint32))
+    for name in ("u4", "s4", "u2", "s2"):
+        table[name] = PtxType(name, 8, "packed", np.dtype(np.uint8))
     return table
 
 
