@@ -534,7 +534,7 @@ def faults_example():
     launches = [
         launch("misalignedShared", "misalignedShared", 1, 64, ["zeros:f32:64"], shared=512,
                expect_error="CUDA_ERROR_MISALIGNED_ADDRESS"),
-        launch("outOfBoundsWrite", "outOfBoundsWrite", 1, 32, ["zeros:i32:16384", f"i32:{16 * 2**20 // 4}"],
+        launch("outOfBoundsWrite", "outOfBoundsWrite", 1, 32, ["zeros:i32:16384", f"i32:{2**30}"],
                expect_error="CUDA_ERROR_ILLEGAL_ADDRESS"),
         launch("nullRead", "nullRead", 1, 32, ["u64:0", "zeros:i32:32"],
                expect_error="CUDA_ERROR_ILLEGAL_ADDRESS"),
