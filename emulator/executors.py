@@ -410,6 +410,8 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
 
     def execute(sel):
         if plan.uniform:
+            if observe is not None:
+                observe.memory(batch, instr, "load", *plan.addresses(sel), width)
             try:
                 raw = memory.load(plan.space, uniform_address, None, width)
             except DeviceFault as fault:
@@ -417,16 +419,14 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
             values = raw.view(t.dtype).reshape(1, count)
             for i, write in enumerate(writes):
                 write(sel, values[0, i])
-            if observe is not None:
-                observe.memory(instr, "load", *plan.addresses(sel), width)
             return
         space, addresses, threads = plan.addresses(sel)
+        if observe is not None:
+            observe.memory(batch, instr, "load", space, addresses, threads, width)
         try:
             raw = memory.load(space, addresses, threads, width)
         except DeviceFault as fault:
             raise _memory_fault(batch, instr, fault, sel) from None
-        if observe is not None:
-            observe.memory(instr, "load", space, addresses, threads, width)
         values = raw.view(t.dtype).reshape(len(addresses), count)
         for i, write in enumerate(writes):
             write(sel, values[:, i])
@@ -454,12 +454,12 @@ def build_st(batch, instr: ir.Instr) -> Callable:
         data = np.empty((n, count), dtype=t.dtype)
         for i, read in enumerate(reads):
             data[:, i] = read(sel)
+        if observe is not None:
+            observe.memory(batch, instr, "store", space, addresses, threads, width)
         try:
             memory.store(space, addresses, threads, width, data)
         except DeviceFault as fault:
             raise _memory_fault(batch, instr, fault, sel) from None
-        if observe is not None:
-            observe.memory(instr, "store", space, addresses, threads, width)
     return guarded(batch, instr, execute)
 
 
@@ -489,12 +489,12 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
         n = len(addresses)
         a = np.broadcast_to(reads[0](sel), (n,))
         b = np.broadcast_to(reads[1](sel), (n,)) if len(reads) > 1 else None
+        if observe is not None:
+            observe.memory(batch, instr, "atomic", space, addresses, threads, width)
         try:
             old = memory.atomic(space, op, ty, addresses, threads, a, b)
         except DeviceFault as fault:
             raise _memory_fault(batch, instr, fault, sel) from None
-        if observe is not None:
-            observe.memory(instr, "atomic", space, addresses, threads, width)
         if write is not None:
             write(sel, old)
     return guarded(batch, instr, execute)

@@ -246,10 +246,14 @@ class Kernel:
         return self.launch(grid, block, args, shared=shared_mem, **options)
 
     def launch(self, grid, block, args: Sequence, shared: int = 0, *, max_steps: int = DEFAULT_MAX_STEPS,
-               observer=None, max_dynamic_shared: Optional[int] = None,
+               observer=None, policy=None, max_dynamic_shared: Optional[int] = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES) -> LaunchStats:
-        """Run the kernel; numpy array arguments are copied to the device and written back in place."""
-        launch = Launch(self, dim3(grid), dim3(block), int(shared), observer=observer,
+        """Run the kernel; numpy array arguments are copied to the device and written back in place.
+
+        observer: an emulator.observe.Observer (statistics, traces, checkers, debugger); policy: a
+        scheduling policy object with select(batch) (and optionally turn_limit) replacing the default
+        lowest-pc-first choice of the next group of threads."""
+        launch = Launch(self, dim3(grid), dim3(block), int(shared), observer=observer, policy=policy,
                         max_dynamic_shared=max_dynamic_shared)
         return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes)
 
@@ -261,7 +265,7 @@ class DevicePointer(int):
 class Launch:
     """One kernel launch: configuration checks, parameter buffer, CTA batches, and the errors it can end in."""
 
-    def __init__(self, kernel: Kernel, grid, block, dynamic_shared: int, *, observer=None,
+    def __init__(self, kernel: Kernel, grid, block, dynamic_shared: int, *, observer=None, policy=None,
                  max_dynamic_shared: Optional[int] = None):
         self.kernel = kernel
         self.program = kernel.program
@@ -270,6 +274,7 @@ class Launch:
         self.grid, self.block = grid, block
         self.dynamic_shared = dynamic_shared
         self.observer = observer
+        self.policy = policy
         self.const_base = kernel.module.const_base
         self.const_size = kernel.module.const_size
         self.shared_bytes = self.program.static_shared + dynamic_shared
@@ -366,6 +371,8 @@ class Launch:
         self.param_base = self.memory.alloc(buffer.size, kind="param", name="__params__")
         self.memory.write(self.param_base, buffer)
         stats = LaunchStats(self.program.name, self.grid, self.block, memory_backend=self.memory.backend)
+        if self.observer is not None:
+            self.observer.begin_launch(self)
         try:
             total_ctas = self.grid[0] * self.grid[1] * self.grid[2]
             per_cta = self._bytes_per_cta()
@@ -381,6 +388,8 @@ class Launch:
                 if self.observer is not None:
                     self.observer.begin_batch(batch)
                 batch.run(remaining)
+                if self.observer is not None:
+                    self.observer.end_batch(batch)
                 remaining -= batch.steps
                 stats.warp_instructions += batch.warp_instructions
                 stats.thread_instructions += batch.thread_instructions
@@ -395,6 +404,8 @@ class Launch:
                 self.memory.free(address)
             self.memory.free(self.param_base)
         stats.wall_seconds = time.perf_counter() - start
+        if self.observer is not None:
+            self.observer.end_launch(self, stats)
         return stats
 
     def _bytes_per_cta(self) -> int:

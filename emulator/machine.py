@@ -58,6 +58,8 @@ class Batch:
         self.thread_instructions = 0
         self._specials = {}
         self._rotation_cursor = -1
+        self.policy = launch.policy
+        self.turn_limit = getattr(self.policy, "turn_limit", None)
         self.executors = [self._bind(instr) for instr in program.instrs]
 
     # ---- services the executors use ----
@@ -225,6 +227,8 @@ class Batch:
             raise self.launch.deadlock_error(self)
 
     def _select(self):
+        if self.policy is not None:
+            return self.policy.select(self)
         rpc = self.rpc
         rotating = False
         if self._rotate_pending:
@@ -255,6 +259,7 @@ class Batch:
         return pc, sel, others, rotating
 
     _rotate_pending = False
+    _current_pc = 0
 
     def _warps_in(self, sel) -> int:
         if sel is ALL:
@@ -272,6 +277,8 @@ class Batch:
         warps = self._warps_in(sel)
         backward = 0
         max_steps = self.max_steps
+        turn = 0
+        turn_limit = self.turn_limit
         while True:
             instr = instrs[pc]
             control = instr.control
@@ -285,6 +292,8 @@ class Batch:
                 raise self.launch.step_limit_error(self, instr)
             if control == ir.STRAIGHT:
                 execs[pc](sel)
+                if observer is not None:
+                    observer.retire(self, instr, sel)
                 pc += 1
             elif control == ir.BRANCH:
                 cond = execs[pc]
@@ -294,6 +303,8 @@ class Batch:
                 else:
                     taken = cond(sel)
                     n_taken = int(np.count_nonzero(taken))
+                    if observer is not None:
+                        observer.branch(self, instr, sel, n_taken, lanes)
                     if n_taken == lanes:
                         new_pc = target
                     elif n_taken == 0:
@@ -322,6 +333,7 @@ class Batch:
                             return
                 pc = new_pc
             elif control == ir.EXIT:
+                self._current_pc = pc
                 sel, lanes = self._exit(sel, execs[pc])
                 if lanes == 0:
                     return
@@ -349,6 +361,11 @@ class Batch:
             if pc >= others:
                 self.rpc[sel] = pc
                 return
+            if turn_limit is not None:
+                turn += 1
+                if turn >= turn_limit:
+                    self.rpc[sel] = pc
+                    return
 
     # ---- exit, barriers, calls ----
     def _exit(self, sel, guard):
@@ -360,6 +377,8 @@ class Batch:
             exiting, staying = sel, np.empty(0, dtype=np.int64)
         if count_of(exiting, self.n) == 0:
             return sel, count_of(sel, self.n)
+        if self.observer is not None:
+            self.observer.exited(self, self.program.instrs[self._current_pc], exiting)
         self.status[exiting] = EXITED
         self.rpc[exiting] = INF
         ctas = self.cta_of[exiting] if exiting is not ALL else self.cta_of
@@ -412,13 +431,17 @@ class Batch:
                     add = np.bincount(ctas, weights=~votes, minlength=self.n_ctas).astype(np.int64)
                 self.bar_votes[bar] += add
             if mode == "arrive":
-                self._complete_barriers(touched)
+                released = self._complete_barriers(touched)
+                if self.observer is not None:
+                    self.observer.barrier(self, instr, sel, bar, released)
                 return True
             self.status[sel] = AT_BARRIER
             self.bar_wait[sel] = bar
             self.resume_pc[sel] = pc + 1
             self.rpc[sel] = INF
             released = self._complete_barriers(touched, bar)
+            if self.observer is not None:
+                self.observer.barrier(self, instr, sel, bar, released)
             if mode == "red" and released is not None:
                 self._write_reduction(released, bar, write_dest, reduction)
             if sel is ALL and released is not None and len(released) == self.n - int(np.count_nonzero(self.status == EXITED)):
