@@ -50,7 +50,7 @@ def test_every_subscriber_sees_each_step_memory_access_branch_and_barrier():
     assert first.events["begin_launch"] == first.events["end_launch"] == 1
     assert first.events["step"] == stats.steps and first.lanes == stats.thread_instructions
     assert first.spaces[("load", "global", "global")] == 2 * n
-    assert first.spaces[("store", "shared", "shared")] == 32 * 256
+    assert first.spaces[("store", "shared", "shared")] == 32 * (256 + 128 + 64 + 32 + 16 + 8 + 4 + 2 + 1)
     assert first.spaces[("load", "param", "global")] == 4 * 32 * 256
     assert first.events["barrier"] > 0 and first.events["divergent"] > 0 and first.events["exited"] > 0
 
