@@ -1,17 +1,39 @@
-"""The `gpuemu` command line: run a PTX kernel with arguments from .npy files and write the results back."""
+"""The `gpuemu` command line: run a kernel with arguments from .npy files and write the results back.
+
+Features add themselves without touching this file's logic: a module listed in RUN_FEATURES may
+define `add_run_arguments(parser)`, `observer_for(options, module, kernel)`, `policy_for(options)`
+and `after_run(options, observer, stats, report)`; a module listed in COMMANDS defines
+`add_command(subparsers, add_launch_arguments)` and registers its handler with set_defaults(handler=…).
+"""
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import sys
 import tempfile
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
-from .errors import GpuemuError, UsageError
+from .errors import DeviceError, GpuemuError, UsageError
 from .spec import parse_arg
+
+#: modules that extend `gpuemu run` (statistics, checkers, traces, ...), imported when present
+RUN_FEATURES = ("emulator.stats", "emulator.checks", "emulator.trace")
+#: modules that add subcommands (profile, debug, trace diff, ...), imported when present
+COMMANDS = ("emulator.profile", "emulator.debugger", "emulator.trace")
+
+
+def _present(names: Sequence[str]) -> List[object]:
+    modules = []
+    for name in names:
+        if importlib.util.find_spec(name) is not None:
+            modules.append(importlib.import_module(name))
+    return modules
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
@@ -28,7 +50,7 @@ def parse_dims(text: str, what: str):
     return tuple(values)
 
 
-def _write_npy_atomically(path: str, array: np.ndarray) -> None:
+def write_npy_atomically(path: str, array: np.ndarray) -> None:
     directory = os.path.dirname(path) or "."
     handle, temp = tempfile.mkstemp(dir=directory, suffix=".npy.tmp")
     try:
@@ -41,7 +63,7 @@ def _write_npy_atomically(path: str, array: np.ndarray) -> None:
         raise
 
 
-def _write_json_atomically(path: str, data: dict) -> None:
+def write_json_atomically(path: str, data: dict) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=directory, suffix=".json.tmp")
@@ -51,7 +73,8 @@ def _write_json_atomically(path: str, data: dict) -> None:
     os.replace(temp, path)
 
 
-def _add_launch_arguments(parser: argparse.ArgumentParser) -> None:
+def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every command that launches a kernel shares (run, profile, debug)."""
     parser.add_argument("file", help="PTX file (as nvcc -ptx, Triton or clang emit it)")
     parser.add_argument("--kernel", help="entry name, mangled or plain (default: the only kernel)")
     parser.add_argument("--grid", required=True, help="grid dimensions X[,Y[,Z]]")
@@ -73,11 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpuemu", description="Run CUDA PTX kernels on the CPU, instruction by instruction.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = commands.add_parser("run", help="run a kernel and write its buffers")
-    _add_launch_arguments(run)
+    add_launch_arguments(run)
     run.add_argument("--out", help="directory for argK.npy (every buffer argument after the launch)")
     run.add_argument("--json", help="write the run's statistics as JSON")
+    for feature in _present(RUN_FEATURES):
+        if hasattr(feature, "add_run_arguments"):
+            feature.add_run_arguments(run)
+    run.set_defaults(handler=command_run)
     isa = commands.add_parser("isa", help="list the instructions gpuemu implements")
     isa.add_argument("--markdown", action="store_true", help="as a markdown table")
+    isa.set_defaults(handler=command_isa)
+    for command in _present(COMMANDS):
+        if hasattr(command, "add_command"):
+            command.add_command(commands, add_launch_arguments)
     return parser
 
 
@@ -104,28 +135,40 @@ def prepare_launch(options):
 
 def command_run(options) -> int:
     from .launch import DEFAULT_MAX_STEPS
-    from .errors import DeviceError
+    from .observe import combine
     module, kernel, args, grid, block = prepare_launch(options)
     if options.out:
         os.makedirs(options.out, exist_ok=True)
-    stats_json = None
+    features = _present(RUN_FEATURES)
+    attached = []
+    policy = None
+    for feature in features:
+        observer = feature.observer_for(options, module, kernel) if hasattr(feature, "observer_for") else None
+        if observer is not None:
+            attached.append((feature, observer))
+        if policy is None and hasattr(feature, "policy_for"):
+            policy = feature.policy_for(options)
     try:
         stats = kernel.launch(grid, block, args, options.shared,
                               max_steps=options.max_steps or DEFAULT_MAX_STEPS,
-                              max_dynamic_shared=options.max_dynamic_shared)
+                              max_dynamic_shared=options.max_dynamic_shared,
+                              observer=combine(*(observer for _, observer in attached)), policy=policy)
     except DeviceError as error:
         if options.json:
-            _write_json_atomically(options.json, {"status": "error", "error": error.cuda_error,
-                                                  "message": error.summary})
+            write_json_atomically(options.json, {"status": "error", "error": error.cuda_error,
+                                                 "message": error.summary})
         raise
-    stats_json = stats.as_dict()
-    stats_json["status"] = "ok"
+    report = stats.as_dict()
+    report["status"] = "ok"
+    for feature, observer in attached:
+        if hasattr(feature, "after_run"):
+            feature.after_run(options, observer, stats, report)
     if options.out:
         for index, arg in enumerate(args):
             if isinstance(arg, np.ndarray):
-                _write_npy_atomically(os.path.join(options.out, f"arg{index}.npy"), arg)
+                write_npy_atomically(os.path.join(options.out, f"arg{index}.npy"), arg)
     if options.json:
-        _write_json_atomically(options.json, stats_json)
+        write_json_atomically(options.json, report)
     return 0
 
 
@@ -146,8 +189,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if options.command is None:
             parser.print_help()
             return 2
-        handler = {"run": command_run, "isa": command_isa}[options.command]
-        return handler(options)
+        return options.handler(options)
     except GpuemuError as error:
         sys.stdout.flush()
         print(f"gpuemu: error: {error}", file=sys.stderr)
