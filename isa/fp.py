@@ -80,19 +80,35 @@ def nan_result(ty: str, *operands, divide: bool = False):
     return result
 
 
-def _convert_nan(source: BinaryFormat, target: BinaryFormat, codes):
-    """NaN bits that cvt writes for NaN source codes (measured on sm_90).
+def _convert_nan(source: BinaryFormat, target: BinaryFormat, codes, *, rnd=None, ftz=False,
+                 satfinite=False):
+    """NaN bits that cvt writes for NaN source codes (every NaN row of every cvt probe on an H100).
 
-    Conversions to or from f64 keep the payload's leading bits, set the quiet bit and keep the sign;
-    bf16 -> f32 is a plain 16-bit shift (payload kept, not even quieted); tf32 keeps the leading
-    bits unquieted (a payload held only in the dropped bits leaves an infinity); every other pair
-    writes the canonical NaN of the destination.
+    - .ftz with an f32 or bf16 source runs the f32 datapath: the NaN first becomes the canonical
+      f32 NaN 0x7FFFFFFF (cvt.ftz.f32.bf16 -> 0x7FFFFFFF, cvt.ftz.f64.f32 -> 0x7FFFFFFFE0000000).
+    - bf16 -> f32 without .ftz is a plain 16-bit shift (payload kept, not even quieted).
+    - Conversions to or from f64 keep the sign and the payload's leading bits and set the quiet
+      bit (f64 -> f32 0x7FF0000000000001 -> 0x7FC00000; cvt.rni.f64.f64 quiets in place).
+    - tf32 with .rna truncates the f32 code (sign and leading payload kept, unquieted; a payload
+      held only in the dropped bits leaves an infinity); .rna.satfinite then takes one unit off a
+      code whose exponent is all ones (0x7FC00000 -> 0x7FBFE000, 0x7F800001 -> 0x7F7FE000). tf32
+      with .rn/.rz writes the canonical 0x7FFFE000.
+    - Every other pair writes the canonical NaN of the destination (0x7FFFFFFF, 0x7FFF).
+    (.sat and .relu are applied afterwards: NaN -> +0.0 and NaN -> canonical NaN.)
     """
     codes = np.asarray(codes).astype(np.uint64)
+    if ftz and source in (F32, BF16):
+        source, codes = F32, np.full(codes.shape, F32.canonical_nan, dtype=np.uint64)
     if source is BF16 and target is F32:
         return codes << np.uint64(16)
-    if target is TF32 and source is F32:
-        return (codes >> np.uint64(13)).astype(np.uint32)
+    if target is TF32:
+        if source is not F32 or rnd != "rna":
+            return np.full(codes.shape, TF32.canonical_nan, dtype=np.uint32)
+        truncated = codes >> np.uint64(13)
+        if satfinite:
+            all_ones = (truncated & np.uint64(TF32.exponent_mask)) == np.uint64(TF32.exponent_mask)
+            truncated = truncated - all_ones.astype(np.uint64)
+        return truncated.astype(np.uint32)
     if source is F64 or target is F64:
         sign = (codes >> np.uint64(source.width - 1)) & np.uint64(1)
         payload = codes & np.uint64((1 << source.mantissa_bits) - 1)
@@ -1169,6 +1185,10 @@ def _cvt_float_to_int(a, dst, src, rnd, ftz):
 def _cvt_float_to_float(a, dst, src, rnd, ftz, sat, relu, satfinite):
     source = halfbits.FORMATS[src]
     target = halfbits.FORMATS[dst]
+    if src == dst and src in ("f32", "f64") and rnd is None and not (ftz or sat or relu or satfinite):
+        # cvt.f32.f32 and cvt.f64.f64 with no modifier are moves: an H100 returns every NaN,
+        # signalling ones included, unchanged (probes cvt_f32_f32, cvt_f64_f64).
+        return _from_bits(source, np.array(_bits_of(source, a), copy=True))
     x = _values(source, a)
     if ftz and src == "f32":
         x = _flush_values(F32, x)
@@ -1181,7 +1201,8 @@ def _cvt_float_to_float(a, dst, src, rnd, ftz, sat, relu, satfinite):
     _check(rnd in halfbits.ROUNDINGS, f"unknown rounding {rnd!r}")
     codes = _encode_result(x, target, rnd, ftz=ftz and dst == "f32", satfinite=satfinite)
     nan = np.isnan(x)
-    codes = np.where(nan, _convert_nan(source, target, _bits_of(source, a)), codes).astype(target.storage)
+    nan_codes = _convert_nan(source, target, _bits_of(source, a), rnd=rnd, ftz=ftz, satfinite=satfinite)
+    codes = np.where(nan, nan_codes, codes).astype(target.storage)
     return _finish_float(dst, codes, np.zeros(np.shape(nan), dtype=bool), ftz=ftz, sat=sat, relu=relu)
 
 
@@ -1214,10 +1235,12 @@ def cvt(a, *, dst, src, rnd=None, ftz=False, sat=False, relu=False, satfinite=Fa
 
     int -> int: wraps (truncates or extends); .sat clamps to the destination range.
     int -> float: rounded per rnd (rn rz rm rp; rn when None).
-    float -> float: narrowing rounds per rnd (rn when None; rna for tf32), widening is exact, and
-    rni rzi rmi rpi round to an integral value in the same format. .sat clamps to [0, 1] with NaN
-    -> +0; .relu turns negative results into +0 and NaN into the canonical NaN; .satfinite clamps
-    infinities and overflow to the largest finite value.
+    float -> float: narrowing rounds per rnd (rn when None; rn rz or rna for tf32), widening is
+    exact, and rni rzi rmi rpi round to an integral value in the same format. .sat clamps to
+    [0, 1] with NaN -> +0; .relu turns negative results into +0 and NaN into the canonical NaN;
+    .satfinite clamps infinities and overflow to the largest finite value. cvt.f32.f32 and
+    cvt.f64.f64 without any modifier are moves (NaNs kept bit for bit); NaNs otherwise follow
+    _convert_nan (measured on an H100).
     float -> int: rni rzi rmi rpi, then clamped to the destination range (always); NaN gives 0,
     except from f64 or into s64/u64 where it gives 1 << (width - 1) (the ISA's rule).
     .ftz flushes subnormal f32 inputs and f32 results to signed zero.

@@ -72,7 +72,7 @@ F64 = BinaryFormat("f64", 11, 52, np.uint64, 0xFFF8000000000000)
 F32 = BinaryFormat("f32", 8, 23, np.uint32, 0x7FFFFFFF)
 F16 = BinaryFormat("f16", 5, 10, np.uint16, 0x7FFF)
 BF16 = BinaryFormat("bf16", 8, 7, np.uint16, 0x7FFF)
-TF32 = BinaryFormat("tf32", 8, 10, np.uint32, 0x7FFFF)
+TF32 = BinaryFormat("tf32", 8, 10, np.uint32, 0x3FFFF)  # 0x7FFFE000 in its f32 container
 E4M3 = BinaryFormat("e4m3", 4, 3, np.uint8, 0x7F, has_infinity=False)
 E5M2 = BinaryFormat("e5m2", 5, 2, np.uint8, 0x7F)
 

@@ -855,6 +855,137 @@ def test_cvt_tf32_rounds_ties_away_and_truncates_nan_payloads():
     assert fp.cvt(x, dst="tf32", src="f32", rnd="rna").tolist() == [0x3F802000, 0x3F800000, 0x7FE5C000, 0x7F800000]
 
 
+# ---- cvt NaN rule, read off every NaN row of the cvt probes (tests/isa_probes, H100) ---------------
+
+def _f32_codes(*codes):
+    return np.array(codes, np.uint32).view(np.float32)
+
+
+def _f64_codes(*codes):
+    return np.array(codes, np.uint64).view(np.float64)
+
+
+def _out_bits(x):
+    x = np.asarray(x)
+    return [int(v) for v in (x.view({4: np.uint32, 8: np.uint64}[x.itemsize]) if x.dtype.kind == "f" else x)]
+
+
+F32_NANS = (0x7F800001, 0x7F800003, 0x7FC00000, 0x7FFFFFFF, 0xFFABEB3A, 0xFFC00000, 0xFFC00005)
+
+
+def test_cvt_f32_f32_and_f64_f64_without_modifiers_are_moves_that_keep_every_nan():
+    # Probes cvt_f32_f32 and cvt_f64_f64: signalling NaNs come back unquieted.
+    assert _out_bits(fp.cvt(_f32_codes(*F32_NANS), dst="f32", src="f32")) == list(F32_NANS)
+    f64_nans = (0x7FF0000000000001, 0x7FF0000000000003, 0x7FF8000000000000, 0xFFF8000000000005)
+    assert _out_bits(fp.cvt(_f64_codes(*f64_nans), dst="f64", src="f64")) == list(f64_nans)
+    # With a modifier it is arithmetic: cvt_ftz_f32_f32 and cvt_rni_f32_f32 canonicalise,
+    # cvt_rni_f64_f64 quiets in place, cvt_sat_f64_f64 gives +0.
+    assert _out_bits(fp.cvt(_f32_codes(*F32_NANS), dst="f32", src="f32", ftz=True)) == [0x7FFFFFFF] * 7
+    assert _out_bits(fp.cvt(_f32_codes(*F32_NANS), dst="f32", src="f32", rnd="rni")) == [0x7FFFFFFF] * 7
+    assert _out_bits(fp.cvt(_f64_codes(0x7FF0000000000003), dst="f64", src="f64", rnd="rzi")) == \
+        [0x7FF8000000000003]
+    assert _out_bits(fp.cvt(_f64_codes(0x7FF0000000000003), dst="f64", src="f64", sat=True)) == [0]
+
+
+def test_cvt_ftz_sends_f32_and_bf16_nans_through_the_canonical_f32_nan():
+    # cvt_ftz_f32_bf16: 0x7FC0, 0xFFC5, 0x7F81 -> 0x7FFFFFFF (without .ftz: a plain shift).
+    bf16_nans = np.array([0x7FC0, 0xFFC5, 0x7F81], np.uint16)
+    assert _out_bits(fp.cvt(bf16_nans, dst="f32", src="bf16", ftz=True)) == [0x7FFFFFFF] * 3
+    assert _out_bits(fp.cvt(bf16_nans, dst="f32", src="bf16")) == [0x7FC00000, 0xFFC50000, 0x7F810000]
+    # cvt_ftz_f64_f32: every NaN -> 0x7FFFFFFFE0000000, the canonical f32 NaN widened;
+    # cvt_f64_f32 keeps sign and payload and quiets.
+    assert _out_bits(fp.cvt(_f32_codes(*F32_NANS), dst="f64", src="f32", ftz=True)) == [0x7FFFFFFFE0000000] * 7
+    assert _out_bits(fp.cvt(_f32_codes(0x7F800001, 0xFFC00005), dst="f64", src="f32")) == \
+        [0x7FF8000020000000, 0xFFF80000A0000000]
+    # cvt_rn_ftz_f32_f64 keeps the f64 rule (sign, leading payload, quiet bit).
+    assert _out_bits(fp.cvt(_f64_codes(0x7FF0000000000001, 0xFFF8000000000005), dst="f32", src="f64", rnd="rn",
+                            ftz=True)) == [0x7FC00000, 0xFFC00000]
+
+
+def test_cvt_tf32_nan_depends_on_the_rounding_mode():
+    x = _f32_codes(*F32_NANS)
+    # cvt_rn_tf32_f32, cvt_rz_tf32_f32, cvt_rn_relu_tf32_f32: the canonical tf32 NaN, positive.
+    for kwargs in ({"rnd": "rn"}, {"rnd": "rz"}, {"rnd": "rn", "relu": True}):
+        assert _out_bits(fp.cvt(x, dst="tf32", src="f32", **kwargs)) == [0x7FFFE000] * 7, kwargs
+    # cvt_rna_tf32_f32: truncated, sign and leading payload kept, unquieted.
+    assert _out_bits(fp.cvt(x, dst="tf32", src="f32", rnd="rna")) == \
+        [0x7F800000, 0x7F800000, 0x7FC00000, 0x7FFFE000, 0xFFABE000, 0xFFC00000, 0xFFC00000]
+    # cvt_rna_satfinite_tf32_f32: then one unit off every code with an all-ones exponent.
+    assert _out_bits(fp.cvt(x, dst="tf32", src="f32", rnd="rna", satfinite=True)) == \
+        [0x7F7FE000, 0x7F7FE000, 0x7FBFE000, 0x7FFFC000, 0xFFABC000, 0xFFBFE000, 0xFFBFE000]
+    big = _f32_codes(0x7F800000, 0xFF800000, 0x7F7FF000, 0x7F7FEFFF)
+    assert _out_bits(fp.cvt(big, dst="tf32", src="f32", rnd="rna", satfinite=True)) == \
+        [0x7F7FE000, 0xFF7FE000, 0x7F7FE000, 0x7F7FE000]
+    assert _out_bits(fp.cvt(big, dst="tf32", src="f32", rnd="rna")) == [0x7F800000, 0xFF800000, 0x7F800000,
+                                                                         0x7F7FE000]
+
+
+def test_cvt_to_half_types_canonicalises_unless_the_source_is_f64():
+    x = _f32_codes(*F32_NANS)
+    for dst in ("f16", "bf16"):
+        for kwargs in ({"rnd": "rn"}, {"rnd": "rz", "satfinite": True}, {"rnd": "rn", "relu": True,
+                                                                           "satfinite": True}):
+            assert _out_bits(fp.cvt(x, dst=dst, src="f32", **kwargs)) == [0x7FFF] * 7
+    assert _out_bits(fp.cvt_pack(x, np.float32(1.0), dst="f16x2", rnd="rn", satfinite=True, relu=True)) == \
+        [0x7FFF3C00] * 7
+    # cvt_rn_f16_f64 / cvt_rn_bf16_f64: the f64 rule.
+    f64_nans = _f64_codes(0x7FF0000000000001, 0x7FFFFFFFFFFFFFFF, 0xFFF8000000000005)
+    assert _out_bits(fp.cvt(f64_nans, dst="f16", src="f64", rnd="rn")) == [0x7E00, 0x7FFF, 0xFE00]
+    assert _out_bits(fp.cvt(f64_nans, dst="bf16", src="f64", rnd="rm")) == [0x7FC0, 0x7FFF, 0xFFC0]
+
+
+def _probe_cvt_cases():
+    """(probe, instruction, arrays) of every float-to-float cvt probe with recorded H100 results."""
+    import json
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parent / "isa_probes"
+    if not (root / "launches.json").exists():
+        return []
+    text = (root / "cvt.ptx").read_text()
+    floats = {"f16", "bf16", "f32", "f64", "tf32", "f16x2", "bf16x2"}
+    cases = []
+    for launch in json.loads((root / "launches.json").read_text())["launches"]:
+        if launch["ptx"] != "cvt.ptx":
+            continue
+        body = re.search(r"\.entry " + launch["kernel"] + r"\(.*?\n\}", text, re.S).group(0)
+        instruction = [line.split()[0] for line in body.splitlines() if line.strip().startswith("cvt.")]
+        parts = instruction[0].split(".")[1:] if len(instruction) == 1 else []
+        if len(parts) < 2 or "pack" in parts or parts[-1] not in floats or parts[-2] not in floats:
+            continue
+        expected = root / "expected" / launch["name"] / f"arg{len(launch['args']) - 1}.npy"
+        if expected.exists():
+            inputs = [root / arg[1:] for arg in launch["args"] if arg.startswith("@")]
+            cases.append(pytest.param(parts, inputs, expected, id=launch["name"]))
+    return cases
+
+
+@pytest.mark.parametrize("parts,inputs,expected", _probe_cvt_cases())
+def test_cvt_between_float_types_gives_the_h100_bits_of_its_probe(parts, inputs, expected):
+    dst, src, mods = parts[-2], parts[-1], parts[:-2]
+    rounding = [m for m in mods if m in ("rn", "rz", "rm", "rp", "rna", "rni", "rzi", "rmi", "rpi")]
+    flags = {"relu": "relu" in mods, "satfinite": "satfinite" in mods}
+    arrays = [np.load(path) for path in inputs]
+
+    def operand(x, ty):
+        if ty in ("f32", "f64"):
+            return x.astype(np.float32 if ty == "f32" else np.float64)
+        return x.view(np.uint16) if x.dtype == np.float16 else x.astype(np.uint16)
+
+    if dst in ("f16x2", "bf16x2"):
+        got = fp.cvt_pack(operand(arrays[0], "f32"), operand(arrays[1], "f32"), dst=dst,
+                          rnd=rounding[0] if rounding else "rn", **flags)
+    else:
+        got = fp.cvt(operand(arrays[0], src), dst=dst, src=src, rnd=rounding[0] if rounding else None,
+                     ftz="ftz" in mods, sat="sat" in mods, **flags)
+    want = np.load(expected)
+    got = np.asarray(got)
+    if got.dtype.kind == "f":
+        got = got.view({4: np.uint32, 8: np.uint64}[got.itemsize])
+    differ = np.flatnonzero(got.astype(want.dtype) != want)
+    assert differ.size == 0, [(int(i), hex(int(got[i])), hex(int(want[i]))) for i in differ[:5]]
+
+
 def test_half_conversion_helpers_round_trip():
     x = np.array([1.0, -2.5, 65504.0, 1e-7], np.float32)
     assert fp.f16_to_f32(fp.f32_to_f16(x)).tolist() == x.astype(np.float16).astype(np.float32).tolist()

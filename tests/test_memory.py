@@ -329,6 +329,31 @@ def test_kernels_may_read_but_not_write_const_and_param(memory, kind):
     assert memory.read(a, 4).view(np.uint32)[0] == 42
 
 
+def test_param_and_const_buffers_are_never_named_as_the_nearest_allocation(memory):
+    # compute-sanitizer knows only user allocations: the parameter buffer and the __constant__ bank
+    # sit next to them in gpuemu's global space but must not appear in a fault outside them.
+    user = memory.alloc(64)
+    const = memory.alloc(64, kind="const")
+    param = memory.alloc(32, kind="param")
+    for near in (const + 64, param - 8, param + 40):
+        fault = fault_of(lambda near=near: memory.load("global", u64([near]), None, 4))
+        assert fault.kind == "out_of_bounds"
+        assert f"the nearest allocation at {user:#x} of size 64 bytes" in fault.detail
+        assert memory.describe(near).endswith(f"after the nearest allocation at {user:#x} of size 64 bytes")
+    inside = fault_of(lambda: memory.store("global", u64([param + 4]), None, 4, np.zeros(1, dtype=np.uint32)))
+    assert inside.kind == "read_only"
+    assert inside.detail == (f"Access to {param + 4:#x} is read-only\n"
+                             f"and is inside the nearest allocation at {param:#x} of size 32 bytes")
+
+
+def test_a_fault_with_only_param_and_const_buffers_around_names_no_allocation():
+    memory = Memory(backend="numpy")
+    param = memory.alloc(32, kind="param")
+    memory.alloc(16, kind="const")
+    assert memory.describe(param + 4096) == f"Access to {param + 4096:#x} is out of bounds"
+    assert memory.describe(param).endswith(f"inside the nearest allocation at {param:#x} of size 32 bytes")
+
+
 def test_shared_out_of_bounds_reports_the_window_offset_only(memory):
     _launch(memory, n_ctas=1, threads_per_cta=32, shared=256)
     fault = fault_of(lambda: memory.store("shared", u64([252, 256]), None, 4, np.zeros(2, dtype=np.uint32)))
@@ -545,21 +570,21 @@ H100_PACKED = {
 }
 
 
-def _run_vectors(memory, space, op, ty, vectors, ftz=False):
-    word = np.uint64 if ty == "f64" else np.uint32
+def _run_vectors(memory, space, op, ty, vectors):
+    word = {"f64": np.uint64, "f16": np.uint16, "bf16": np.uint16, "b16": np.uint16}.get(ty, np.uint32)
     initial, operand, expected = (np.array(column, dtype=word) for column in zip(*vectors))
     n = initial.size
     width = np.dtype(word).itemsize
-    if space == "shared":
+    if space in ("shared", "generic-shared"):
         _launch(memory, n_ctas=1, threads_per_cta=64, shared=n * width)
         memory.shared_bytes(0)[:] = initial.view(np.uint8)
-        addr = u64(width * np.arange(n))
+        addr = u64(width * np.arange(n) + (SHARED_WINDOW if space == "generic-shared" else 0))
     else:
         base = memory.alloc(n * width)
         memory.write(base, initial)
         addr = u64(base + width * np.arange(n))
-    old = memory.atomic(space, op, ty, addr, None, operand, ftz=ftz)
-    after = memory.shared_bytes(0) if space == "shared" else memory.read(int(addr[0]), n * width)
+    old = memory.atomic(space.split("-")[0], op, ty, addr, None, operand)
+    after = memory.shared_bytes(0) if space.endswith("shared") else memory.read(int(addr[0]), n * width)
     return old.view(word), after.view(word), initial, expected
 
 
@@ -567,15 +592,38 @@ def _hex(values):
     return [f"{int(v):#x}" for v in values]
 
 
-def test_f32_atomic_add_with_ftz_matches_h100_global_atomics(memory):
-    old, after, initial, expected = _run_vectors(memory, "global", "add", "f32", H100_F32_ADD_GLOBAL_FTZ, ftz=True)
+@pytest.mark.parametrize("space", ["global", "generic-global"])
+def test_f32_atomic_add_on_global_memory_flushes_like_h100_global_atomics(memory, space):
+    old, after, initial, expected = _run_vectors(memory, space, "add", "f32", H100_F32_ADD_GLOBAL_FTZ)
     assert _hex(old) == _hex(initial)
     assert _hex(after) == _hex(expected)
 
 
-def test_f32_atomic_add_without_ftz_matches_h100_shared_atomics(memory):
-    _, after, _, expected = _run_vectors(memory, "shared", "add", "f32", H100_F32_ADD_SHARED)
+@pytest.mark.parametrize("space", ["shared", "generic-shared"])
+def test_f32_atomic_add_on_shared_memory_keeps_subnormals_like_h100_shared_atomics(memory, space):
+    _, after, _, expected = _run_vectors(memory, space, "add", "f32", H100_F32_ADD_SHARED)
     assert _hex(after) == _hex(expected)
+
+
+def test_the_ftz_keyword_is_ignored_because_the_space_decides(memory):
+    _launch(memory, n_ctas=1, threads_per_cta=64, shared=16)
+    memory.atomic("shared", "add", "f32", u64([0]), None, np.uint32(0x00000001), ftz=True)
+    assert memory.shared_bytes(0)[:4].view(np.uint32)[0] == 0x00000001
+    a = memory.alloc(4)
+    memory.atomic("global", "add", "f32", u64([a]), None, np.uint32(0x00000001), ftz=False)
+    assert memory.read(a, 4).view(np.uint32)[0] == 0
+
+
+def test_one_generic_f32_atomic_flushes_its_global_lanes_and_keeps_its_shared_ones(memory):
+    # atom_add_f32_generic_global flushes, atom_add_f32_generic_shared does not: the rule is per lane.
+    _launch(memory, n_ctas=1, threads_per_cta=64, shared=64)
+    a = memory.alloc(64)
+    addr = u64([a, SHARED_WINDOW, a + 4, SHARED_WINDOW + 4])
+    old = memory.atomic("generic", "add", "f32", addr, None, np.array([0x00400000, 0x00400000, 0x00000001,
+                                                                       0x00000001], dtype=np.uint32))
+    assert _hex(old.view(np.uint32)) == _hex([0, 0, 0, 0])
+    assert _hex(memory.read(a, 8).view(np.uint32)) == _hex([0, 0])
+    assert _hex(memory.shared_bytes(0)[:8].view(np.uint32)) == _hex([0x00400000, 0x00000001])
 
 
 def test_f64_atomic_add_nan_and_payload_rules_match_h100(memory):
@@ -583,11 +631,152 @@ def test_f64_atomic_add_nan_and_payload_rules_match_h100(memory):
     assert _hex(after) == _hex(expected)
 
 
+# Rows of probes atom_shared_add_f64 / atom_global_add_f64 (stored, added, shared result, global result):
+# shared memory quiets and prefers the stored NaN; global memory returns the added NaN unchanged.
+H100_F64_ADD_BY_SPACE = [
+    (0x0000000000000000, 0x7FF0000000000001, 0x7FF8000000000001, 0x7FF0000000000001),
+    (0x7FF0000000000001, 0x3FF0000000000000, 0x7FF8000000000001, 0x7FF0000000000001),
+    (0x7FF0000000000001, 0x7FF8000000000000, 0x7FF8000000000001, 0x7FF8000000000000),
+    (0x7FF0000000000001, 0xFFF8000000000005, 0x7FF8000000000001, 0xFFF8000000000005),
+    (0x7FF8000000000000, 0x7FF0000000000001, 0x7FF8000000000000, 0x7FF0000000000001),
+    (0xFFF8000000000005, 0x7FF0000000000001, 0xFFF8000000000005, 0x7FF0000000000001),
+    (0xFFF8000000000005, 0x7FF8000000000000, 0xFFF8000000000005, 0x7FF8000000000000),
+    (0x7FF0000000000000, 0xFFF0000000000000, 0xFFF8000000000000, 0xFFF8000000000000),
+    (0x3FF0000000000000, 0x4008000000000000, 0x4010000000000000, 0x4010000000000000),
+]
+
+
+@pytest.mark.parametrize("space", ["shared", "generic-shared", "global", "generic-global"])
+def test_f64_atomic_add_nan_rule_depends_on_the_space_as_on_h100(memory, space):
+    column = 2 if space.endswith("shared") else 3
+    vectors = [(row[0], row[1], row[column]) for row in H100_F64_ADD_BY_SPACE]
+    old, after, initial, expected = _run_vectors(memory, space, "add", "f64", vectors)
+    assert _hex(old) == _hex(initial)
+    assert _hex(after) == _hex(expected)
+
+
+def test_contended_shared_f64_adds_keep_the_first_nan_quieted(memory):
+    _launch(memory, n_ctas=1, threads_per_cta=64, shared=8)
+    for count in (8, 45):  # short groups run lane rounds, long ones the chained path
+        bits = np.array([1.0] * count, dtype=np.float64).view(np.uint64).copy()
+        bits[3], bits[5] = 0x7FF0000000000007, 0x7FF8000000000009
+        memory.shared_bytes(0)[:8] = np.array([0.5]).view(np.uint8)
+        old = memory.atomic("shared", "add", "f64", u64([0] * count), None, bits)
+        expected = [0x3FE0000000000000, 0x3FF8000000000000, 0x4004000000000000, 0x400C000000000000] \
+            + [0x7FF8000000000007] * (count - 4)
+        assert _hex(old.view(np.uint64)) == _hex(expected)
+        assert memory.shared_bytes(0)[:8].view(np.uint64)[0] == 0x7FF8000000000007
+    memory.shared_bytes(0)[:8] = np.array([0x7FF0000000000003], dtype=np.uint64).view(np.uint8)
+    old = memory.atomic("shared", "add", "f64", u64([0] * 40), None, np.float64(1.0))
+    assert _hex(old.view(np.uint64)) == _hex([0x7FF0000000000003] + [0x7FF8000000000003] * 39)
+    memory.shared_bytes(0)[:8] = np.array([np.inf]).view(np.uint8)
+    values = np.array([1.0] * 40, dtype=np.float64)
+    values[2] = -np.inf
+    memory.atomic("shared", "add", "f64", u64([0] * 40), None, values)
+    assert memory.shared_bytes(0)[:8].view(np.uint64)[0] == 0xFFF8000000000000
+
+
 @pytest.mark.parametrize("op,ty", sorted(H100_PACKED))
 def test_packed_half_atomics_match_h100(memory, op, ty):
     vectors = list(zip(*H100_PACKED[(op, ty)]))
     _, after, _, expected = _run_vectors(memory, "global", op, ty, vectors)
     assert _hex(after) == _hex(expected)
+
+
+# Rows of probes atom_{global,shared}_add_noftz_{f16,bf16} (stored, added, result; both spaces agree):
+# no flushing (.noftz), canonical NaN 0x7FFF, round to nearest even, overflow to infinity.
+H100_HALF_ADD = {
+    "f16": [(0x0001, 0x0001, 0x0002), (0x0001, 0x8001, 0x0000), (0x0001, 0x03FF, 0x0400),
+            (0x03FF, 0x8400, 0x8001), (0x0000, 0x7E00, 0x7FFF), (0x0000, 0xFE05, 0x7FFF),
+            (0x0000, 0x7C01, 0x7FFF), (0x8000, 0x7C00, 0x7C00), (0x7C00, 0xFC00, 0x7FFF),
+            (0x7BFF, 0x7BFF, 0x7C00), (0x3C00, 0x1000, 0x3C00), (0x03C5, 0x3B1E, 0x3B1E)],
+    "bf16": [(0x0001, 0x0001, 0x0002), (0x0001, 0x8001, 0x0000), (0x0001, 0x007F, 0x0080),
+             (0x007F, 0x8080, 0x8001), (0x0000, 0x7FC0, 0x7FFF), (0x0000, 0xFFC5, 0x7FFF),
+             (0x0000, 0x7F81, 0x7FFF), (0x8000, 0x7F80, 0x7F80), (0x7F80, 0xFF80, 0x7FFF),
+             (0x7F7F, 0x7F7F, 0x7F80), (0x3F46, 0x404F, 0x4080), (0xBFA0, 0x3FAE, 0x3DE0)],
+}
+
+
+@pytest.mark.parametrize("space", ["global", "shared", "generic-global", "generic-shared"])
+@pytest.mark.parametrize("ty", ["f16", "bf16"])
+def test_scalar_half_atomic_add_matches_h100(memory, ty, space):
+    old, after, initial, expected = _run_vectors(memory, space, "add", ty, H100_HALF_ADD[ty])
+    assert old.dtype == np.uint16 and after.dtype == np.uint16
+    assert _hex(old) == _hex(initial)
+    assert _hex(after) == _hex(expected)
+
+
+def test_scalar_half_atomics_touch_only_their_two_bytes(memory):
+    a = memory.alloc(8)
+    memory.write(a, np.array([0x3C00, 0x3C00, 0x3C00, 0x3C00], dtype=np.uint16))
+    old = memory.atomic("global", "add", "f16", u64([a + 2, a + 2, a + 6]), None,
+                        np.array([0x3C00, 0x4000, 0xBC00], dtype=np.uint16))
+    assert _hex(old) == _hex([0x3C00, 0x4000, 0x3C00])
+    assert _hex(memory.read(a, 8).view(np.uint16)) == _hex([0x3C00, 0x4400, 0x3C00, 0x0000])
+
+
+@pytest.mark.parametrize("ty,one", [("f16", 0x3C00), ("bf16", 0x3F80)])
+def test_contended_half_adds_apply_in_lane_order(memory, ty, one):
+    _launch(memory, n_ctas=1, threads_per_cta=64, shared=16)
+    for space, base in (("global", memory.alloc(2)), ("shared", 0)):
+        old = memory.atomic(space, "add", ty, u64([base] * 64), None, np.uint16(one))
+        expected = [int(fp_bits) for fp_bits in _half_counts(ty, 65)]
+        assert _hex(old) == _hex(expected[:64])
+        after = memory.read(base, 2) if space == "global" else memory.shared_bytes(0)[:2]
+        assert _hex(after.view(np.uint16)) == _hex(expected[64:])
+
+
+def _half_counts(ty, n):
+    values = np.arange(n, dtype=np.float32)
+    if ty == "f16":
+        return values.astype(np.float16).view(np.uint16)
+    return (values.view(np.uint32) >> 16).astype(np.uint16)
+
+
+@pytest.mark.parametrize("ty", ["f16", "bf16"])
+def test_scalar_half_min_max_use_the_packed_halves_rules(memory, ty):
+    nan, one, minus_two = (0x7E00, 0x3C00, 0xC000) if ty == "f16" else (0x7FC0, 0x3F80, 0xC000)
+    for op, packed in (("min", f"{ty}x2"), ("max", f"{ty}x2")):
+        stored = [one, nan, minus_two, 0x8000, nan]
+        operand = [minus_two, one, nan, 0x0000, nan]
+        _, after, _, _ = _run_vectors(memory, "global", op, ty, list(zip(stored, operand, stored)))
+        _, after_packed, _, _ = _run_vectors(memory, "global", op, packed, list(zip(stored, operand, stored)))
+        assert _hex(after) == _hex(after_packed & np.uint32(0xFFFF))
+
+
+def test_b16_cas_matches_h100_probe_rows(memory):
+    # As in probes atom_global_cas_b16 / atom_shared_cas_b16: the old value back, a swap only on equality.
+    vectors = [(0x0000, 0x0000, 0x0002), (0x0000, 0x4000, 0x0001), (0xFFFF, 0xFFFF, 0x1234),
+               (0x8000, 0x0000, 0x7FFF)]
+    for space in ("global", "shared"):
+        stored, compare, new = (np.array(column, dtype=np.uint16) for column in zip(*vectors))
+        if space == "shared":
+            _launch(memory, n_ctas=1, threads_per_cta=64, shared=8)
+            memory.shared_bytes(0)[:] = stored.view(np.uint8)
+            addr = u64(2 * np.arange(4))
+        else:
+            addr = u64(memory.alloc(8) + 2 * np.arange(4))
+            memory.write(int(addr[0]), stored)
+        old = memory.atomic(space, "cas", "b16", addr, None, compare, new)
+        after = memory.shared_bytes(0) if space == "shared" else memory.read(int(addr[0]), 8)
+        assert old.dtype == np.uint16 and _hex(old) == _hex(stored)
+        assert _hex(after.view(np.uint16)) == _hex([0x0002, 0x0000, 0x1234, 0x8000])
+
+
+@pytest.mark.parametrize("ty", ["f16", "bf16", "b16"])
+def test_two_byte_atomics_fault_on_odd_addresses(memory, ty):
+    a = memory.alloc(8)
+    op = "cas" if ty == "b16" else "add"
+    fault = fault_of(lambda: memory.atomic("global", op, ty, u64([a, a + 3]), None, np.uint16(1),
+                                           np.uint16(2) if op == "cas" else None))
+    assert (fault.kind, fault.lane, fault.width) == ("misaligned", 1, 2)
+
+
+def test_two_byte_atomic_types_have_only_their_ptx_operations(memory):
+    a = memory.alloc(8)
+    for op, ty in [("exch", "f16"), ("cas", "bf16"), ("inc", "f16"), ("add", "b16"), ("exch", "b16")]:
+        with pytest.raises(ValueError):
+            memory.atomic("global", op, ty, u64([a]), None, np.uint16(1), np.uint16(1))
 
 
 def _f32(bits):
@@ -612,7 +801,7 @@ def test_contended_f32_adds_round_after_every_lane_in_lane_order(memory):
     assert memory.read(a, 4).view(np.float32)[0] == total
 
 
-def test_contended_f32_ftz_adds_flush_each_intermediate_sum(memory):
+def test_contended_global_f32_adds_flush_each_intermediate_sum(memory):
     tiny = _f32(0x00800000)
     values = np.array([tiny * 1.5, -tiny, tiny, tiny * 0.5, -tiny * 1.25] * 10, dtype=np.float32)
 
@@ -625,7 +814,7 @@ def test_contended_f32_ftz_adds_flush_each_intermediate_sum(memory):
         expected.append(_f32_bits(state))
         state = flush(np.float32(flush(state) + flush(v)))
     a = memory.alloc(4)
-    old = memory.atomic("global", "add", "f32", u64([a] * values.size), None, values, ftz=True)
+    old = memory.atomic("global", "add", "f32", u64([a] * values.size), None, values)
     assert _hex(old.view(np.uint32)) == _hex(expected)
     assert memory.read(a, 4).view(np.uint32)[0] == _f32_bits(state)
 

@@ -89,20 +89,22 @@ def test_random_loads_stores_and_atomics_agree_between_backends(seed):
             n = min(n, n_threads)
         action = rng.choice(["load", "store", "atomic"], p=[0.3, 0.3, 0.4])
         if action == "atomic":
-            ty = rng.choice(["b32", "u32", "s32", "b64", "u64", "s64", "f32", "f64", "f16x2", "bf16x2"])
+            ty = rng.choice(["b32", "u32", "s32", "b64", "u64", "s64", "f32", "f64", "f16x2", "bf16x2",
+                             "f16", "bf16", "b16"])
             op = rng.choice(ATOMIC_OPS_BY_TYPE[ty])
-            width = 8 if ty.endswith("64") else 4
+            width = 8 if ty.endswith("64") else 2 if ty in ("f16", "bf16", "b16") else 4
             addr = _random_addresses(rng, allocations, n, width, space)
             if rng.random() < 0.5 and n:
                 addr[rng.random(n) < 0.6] = addr[0]
             bits = rng.integers(0, 2**63, size=n, dtype=np.uint64) * np.uint64(rng.integers(1, 3))
-            a = bits.astype(np.uint64 if width == 8 else np.uint32)
+            a = bits.astype({8: np.uint64, 4: np.uint32, 2: np.uint16}[width])
             if ty in ("f32", "f64") and rng.random() < 0.7:
-                a = rng.standard_normal(n).astype(np.float32 if ty == "f32" else np.float64)
+                # small values too, so that global adds meet subnormals to flush
+                scale = 2.0 ** -140 if ty == "f32" and rng.random() < 0.3 else 1.0
+                a = (rng.standard_normal(n) * scale).astype(np.float32 if ty == "f32" else np.float64)
             b = a[::-1].copy()
-            ftz = bool(rng.random() < 0.5)
             outcomes = [_outcome(lambda m=m: m.atomic(space, op, ty, addr, threads[:n] if threads is not None else None,
-                                                      a, b if op == "cas" else None, ftz=ftz)) for m in twins]
+                                                      a, b if op == "cas" else None)) for m in twins]
         else:
             width = int(rng.choice([1, 2, 4, 8, 16]))
             addr = _random_addresses(rng, allocations, n, width, space)
@@ -166,3 +168,46 @@ def test_random_counts_agree_with_each_other_and_a_python_reference(seed):
         for warps_got, counts_got in got:
             assert warps_got.tolist() == warps
             assert counts_got.tolist() == counts
+
+
+_SPECIAL_F32 = [0x00000001, 0x80000001, 0x00400000, 0x007FFFFF, 0x00800000, 0x7F800000, 0xFF800000,
+                0x7F800001, 0x7FC00000, 0xFFC00005, 0x3F800000, 0xBF800000, 0x7F7FFFFF, 0x00000000, 0x80000000]
+_SPECIAL_F64 = [0x0000000000000001, 0x8000000000000001, 0x000FFFFFFFFFFFFF, 0x7FF0000000000000,
+                0xFFF0000000000000, 0x7FF0000000000001, 0x7FF8000000000000, 0xFFF8000000000005,
+                0x3FF0000000000000, 0xBFF0000000000000, 0x7FEFFFFFFFFFFFFF, 0x0000000000000000]
+_SPECIAL_HALF = [0x0001, 0x8001, 0x03FF, 0x0400, 0x7C00, 0xFC00, 0x7C01, 0x7E00, 0xFE05, 0x3C00, 0xBC00,
+                 0x7BFF, 0x7F80, 0xFF80, 0x7F81, 0x7FC0, 0x3F80, 0x0000, 0x8000]
+
+
+@pytest.mark.parametrize("space", ["global", "shared", "generic"])
+@pytest.mark.parametrize("ty", ["f32", "f64", "f16", "bf16", "f16x2", "bf16x2"])
+def test_float_atomic_adds_with_special_values_agree_in_every_space(ty, space):
+    """Subnormals, NaNs and infinities, in short lane rounds and in long contended chains."""
+    rng = np.random.default_rng(sum(map(ord, ty + space)))
+    twins, allocations = _twins()
+    width = {"f64": 8, "f16": 2, "bf16": 2}.get(ty, 4)
+    dtype = {8: np.uint64, 4: np.uint32, 2: np.uint16}[width]
+    special = {"f32": _SPECIAL_F32, "f64": _SPECIAL_F64}.get(ty, _SPECIAL_HALF)
+    for step in range(6):
+        n = 120
+        hot = rng.integers(0, 3, size=n) if step % 2 else rng.integers(0, 40, size=n)
+        shared_offsets = (hot * width).astype(np.uint64)
+        global_addr = np.uint64(allocations[0]) + shared_offsets
+        if space == "global":
+            addr = global_addr
+        elif space == "shared":
+            addr = shared_offsets
+        else:
+            addr = np.where(rng.random(n) < 0.5, global_addr, shared_offsets + np.uint64(SHARED_WINDOW))
+        threads = np.sort(rng.integers(0, THREADS_PER_CTA, size=n))
+        values = np.array(special, dtype=np.uint64)[rng.integers(0, len(special), size=n)].astype(dtype)
+        if ty in ("f16x2", "bf16x2"):
+            values = values | (values[::-1].astype(np.uint32) << np.uint32(16))
+        start = np.array(special, dtype=np.uint64)[rng.integers(0, len(special), size=64)].astype(dtype)
+        for memory in twins:
+            memory.write(allocations[0], np.resize(start, 1024 // width))
+            memory.shared_bytes(0)[:] = np.resize(start, SHARED_BYTES // width).view(np.uint8)
+        outcomes = [_outcome(lambda m=m: m.atomic(space, "add", ty, addr, threads, values)) for m in twins]
+        _assert_same(outcomes)
+        assert outcomes[0][0] == "ok"
+        np.testing.assert_array_equal(_state(twins[0], allocations), _state(twins[1], allocations))

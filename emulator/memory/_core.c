@@ -396,14 +396,24 @@ static int f64_is_nan(uint64_t bits)
     return (bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (bits & ((1ull << 52) - 1)) != 0;
 }
 
-/* Measured on an H100: a NaN operand comes back unchanged (the added value's before the stored
-   one's), and an invalid sum such as inf + -inf gives 0xfff8000000000000. */
-static uint64_t f64_add(uint64_t x, uint64_t y)
+/* Measured on an H100 (probes atom/red_{global,shared}_add_f64): on global memory a NaN operand
+   comes back unchanged (the added value's before the stored one's); on shared memory the stored
+   NaN comes first, then the added one, each with its quiet bit set. Either way an invalid sum such
+   as inf + -inf gives 0xfff8000000000000. */
+static uint64_t f64_add(uint64_t x, uint64_t y, int shared)
 {
-    if (f64_is_nan(y))
-        return y;
-    if (f64_is_nan(x))
-        return x;
+    const uint64_t quiet = 0x0008000000000000ull;
+    if (shared) {
+        if (f64_is_nan(x))
+            return x | quiet;
+        if (f64_is_nan(y))
+            return y | quiet;
+    } else {
+        if (f64_is_nan(y))
+            return y;
+        if (f64_is_nan(x))
+            return x;
+    }
     double a, b;
     memcpy(&a, &x, sizeof a);
     memcpy(&b, &y, sizeof b);
@@ -444,15 +454,19 @@ static uint32_t half_min_max(uint32_t x, uint32_t y, int want_max, int mant_bits
     return y_wins ? y : x;
 }
 
-static uint32_t packed_apply(int op, uint32_t old, uint32_t value, int bf16)
+static uint32_t half_apply(int op, uint32_t x, uint32_t y, int bf16)
 {
     int mant_bits = bf16 ? 7 : 10, exp_bits = bf16 ? 8 : 5;
+    return op == GM_OP_ADD ? half_add(x, y, mant_bits, exp_bits)
+                           : half_min_max(x, y, op == GM_OP_MAX, mant_bits, exp_bits);
+}
+
+static uint32_t packed_apply(int op, uint32_t old, uint32_t value, int bf16)
+{
     uint32_t result = 0;
     for (int half = 0; half < 2; half++) {
         uint32_t x = (old >> (16 * half)) & 0xffffu, y = (value >> (16 * half)) & 0xffffu;
-        uint32_t r = op == GM_OP_ADD ? half_add(x, y, mant_bits, exp_bits)
-                                     : half_min_max(x, y, op == GM_OP_MAX, mant_bits, exp_bits);
-        result |= r << (16 * half);
+        result |= half_apply(op, x, y, bf16) << (16 * half);
     }
     return result;
 }
@@ -461,8 +475,12 @@ static uint32_t packed_apply(int op, uint32_t old, uint32_t value, int bf16)
 
 static int atomic_supported(int op, int type)
 {
-    if (op < GM_OP_ADD || op > GM_OP_XOR || type < GM_TYPE_B32 || type > GM_TYPE_BF16X2)
+    if (op < GM_OP_ADD || op > GM_OP_XOR || type < GM_TYPE_B32 || type > GM_TYPE_B16)
         return 0;
+    if (type == GM_TYPE_F16 || type == GM_TYPE_BF16)
+        return op == GM_OP_ADD || op == GM_OP_MIN || op == GM_OP_MAX;
+    if (type == GM_TYPE_B16)
+        return op == GM_OP_CAS;
     if (type == GM_TYPE_F32 || type == GM_TYPE_F64)
         return op == GM_OP_ADD || op == GM_OP_EXCH || op == GM_OP_CAS;
     if (type == GM_TYPE_F16X2 || type == GM_TYPE_BF16X2)
@@ -473,7 +491,11 @@ static int atomic_supported(int op, int type)
 
 static int type_width(int type)
 {
-    return (type == GM_TYPE_B64 || type == GM_TYPE_U64 || type == GM_TYPE_S64 || type == GM_TYPE_F64) ? 8 : 4;
+    if (type == GM_TYPE_B64 || type == GM_TYPE_U64 || type == GM_TYPE_S64 || type == GM_TYPE_F64)
+        return 8;
+    if (type == GM_TYPE_F16 || type == GM_TYPE_BF16 || type == GM_TYPE_B16)
+        return 2;
+    return 4;
 }
 
 static uint64_t integer_apply(int op, int type, uint64_t old, uint64_t a, uint64_t mask)
@@ -498,18 +520,22 @@ static uint64_t integer_apply(int op, int type, uint64_t old, uint64_t a, uint64
     }
 }
 
-static uint64_t atomic_apply(int op, int type, uint64_t old, uint64_t a, uint64_t b, int ftz)
+/* `space` is the lane's resolved space (never generic). */
+static uint64_t atomic_apply(int op, int type, uint64_t old, uint64_t a, uint64_t b, int space)
 {
-    uint64_t mask = type_width(type) == 8 ? UINT64_MAX : 0xffffffffull;
+    int width = type_width(type);
+    uint64_t mask = width == 8 ? UINT64_MAX : width == 2 ? 0xffffull : 0xffffffffull;
     if (op == GM_OP_CAS)
         return old == a ? b : old;
     if (op == GM_OP_EXCH)
         return a;
     switch (type) {
-    case GM_TYPE_F32: return f32_add((uint32_t)old, (uint32_t)a, ftz);
-    case GM_TYPE_F64: return f64_add(old, a);
+    case GM_TYPE_F32: return f32_add((uint32_t)old, (uint32_t)a, space == GM_SPACE_GLOBAL);
+    case GM_TYPE_F64: return f64_add(old, a, space != GM_SPACE_GLOBAL);
     case GM_TYPE_F16X2: return packed_apply(op, (uint32_t)old, (uint32_t)a, 0);
     case GM_TYPE_BF16X2: return packed_apply(op, (uint32_t)old, (uint32_t)a, 1);
+    case GM_TYPE_F16: return half_apply(op, (uint32_t)old, (uint32_t)a, 0);
+    case GM_TYPE_BF16: return half_apply(op, (uint32_t)old, (uint32_t)a, 1);
     default: return integer_apply(op, type, old, a, mask);
     }
 }
@@ -521,6 +547,11 @@ static uint64_t read_word(const uint8_t *p, int width)
         memcpy(&v, p, 8);
         return v;
     }
+    if (width == 2) {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return h;
+    }
     uint32_t v;
     memcpy(&v, p, 4);
     return v;
@@ -530,6 +561,9 @@ static void write_word(uint8_t *p, uint64_t value, int width)
 {
     if (width == 8) {
         memcpy(p, &value, 8);
+    } else if (width == 2) {
+        uint16_t h = (uint16_t)value;
+        memcpy(p, &h, 2);
     } else {
         uint32_t v = (uint32_t)value;
         memcpy(p, &v, 4);
@@ -538,7 +572,7 @@ static void write_word(uint8_t *p, uint64_t value, int width)
 
 int gm_atomic(const gm_memory *mem, int space, int op, int type, const uint64_t *addr,
               const int64_t *threads, int64_t n, const uint8_t *a, const uint8_t *b,
-              uint64_t operand_len, int ftz, uint8_t *old, uint64_t old_len, gm_fault *fault)
+              uint64_t operand_len, uint8_t *old, uint64_t old_len, gm_fault *fault)
 {
     if (!check_common(mem, space, addr, n, fault) || !atomic_supported(op, type))
         return GM_BAD_ARGUMENT;
@@ -560,7 +594,7 @@ int gm_atomic(const gm_memory *mem, int space, int op, int type, const uint64_t 
         uint64_t offset = (uint64_t)lane * (uint64_t)width;
         uint64_t current = read_word(where, width);
         uint64_t operand_b = op == GM_OP_CAS ? read_word(b + offset, width) : 0;
-        uint64_t updated = atomic_apply(op, type, current, read_word(a + offset, width), operand_b, ftz);
+        uint64_t updated = atomic_apply(op, type, current, read_word(a + offset, width), operand_b, resolved);
         write_word(old + offset, current, width);
         write_word(where, updated, width);
     }

@@ -50,6 +50,9 @@
 #define GM_TYPE_F64 7
 #define GM_TYPE_F16X2 8
 #define GM_TYPE_BF16X2 9
+#define GM_TYPE_F16 10
+#define GM_TYPE_BF16 11
+#define GM_TYPE_B16 12
 
 /* Per-warp counts computed by gm_count. */
 #define GM_COUNT_SHARED_WAVEFRONTS 0
@@ -97,9 +100,13 @@ int gm_load(const gm_memory *mem, int space, const uint64_t *addr, const int64_t
 int gm_store(const gm_memory *mem, int space, const uint64_t *addr, const int64_t *threads,
              int64_t n, int width, const uint8_t *data, uint64_t data_len, gm_fault *fault);
 
+/* Floating-point rules follow each lane's resolved space, as on an H100: add.f32 flushes
+   subnormal operands and results on global memory and keeps them on shared memory; add.f64 returns
+   a NaN operand unchanged (before a stored NaN) on global memory, and the stored NaN (before the
+   operand's) quieted on shared memory. f16, bf16 and b16 atomics are 2 bytes wide. */
 int gm_atomic(const gm_memory *mem, int space, int op, int type, const uint64_t *addr,
               const int64_t *threads, int64_t n, const uint8_t *a, const uint8_t *b,
-              uint64_t operand_len, int ftz, uint8_t *old, uint64_t old_len, gm_fault *fault);
+              uint64_t operand_len, uint8_t *old, uint64_t old_len, gm_fault *fault);
 
 int64_t gm_count(int what, const uint64_t *addr, const int64_t *threads, int64_t n, int width,
                  int bank_bytes, int64_t *warps_out, int64_t *counts_out, int64_t out_cap);

@@ -89,15 +89,15 @@ class CCore:
         return self._checked(status, fault)
 
     def atomic(self, layout: Layout, space: int, op: int, ty: int, addr, threads, a: np.ndarray,
-               b: np.ndarray | None, ftz: bool):
+               b: np.ndarray | None):
         ffi = self._ffi
         fault = ffi.new("gm_fault *")
-        old = np.empty(addr.size, dtype=np.uint64 if a.itemsize == 8 else np.uint32)
+        old = np.empty(addr.size, dtype={8: np.uint64, 4: np.uint32, 2: np.uint16}[a.itemsize])
         status = self._lib.gm_atomic(
             self._memory(layout), space, op, ty, ffi.from_buffer("uint64_t[]", addr), self._threads(threads),
             addr.size, ffi.from_buffer("uint8_t[]", a.view(np.uint8)),
             ffi.NULL if b is None else ffi.from_buffer("uint8_t[]", b.view(np.uint8)), a.nbytes,
-            1 if ftz else 0, ffi.from_buffer("uint8_t[]", old.view(np.uint8), require_writable=True),
+            ffi.from_buffer("uint8_t[]", old.view(np.uint8), require_writable=True),
             old.nbytes, fault)
         found = self._checked(status, fault)
         return (None, found) if found else (old, None)
@@ -279,8 +279,18 @@ class Memory:
         if found:
             self._raise(found, "store", width, addr, threads)
 
-    def atomic(self, space: str, op: str, ty: str, addr, threads, a, b=None, *, ftz: bool = False) -> np.ndarray:
-        """Applies the lanes' atomics one after another in lane order; returns each lane's old value."""
+    def atomic(self, space: str, op: str, ty: str, addr, threads, a, b=None, *, ftz=None) -> np.ndarray:
+        """Applies the lanes' atomics one after another in lane order; returns each lane's old value.
+
+        Types: b32 u32 s32 b64 u64 s64 f32 f64 f16x2 bf16x2, and the 2-byte f16 bf16 (add, min,
+        max) and b16 (cas) on 2-byte aligned addresses; a, b hold one value (or raw bits of the
+        type's width: np.uint16 for f16/bf16/b16) per lane.
+        Floating-point rules follow each lane's resolved space (generic addresses included), as an
+        H100 does: add.f32 flushes subnormal operands and results on global memory and keeps them
+        on shared memory; add.f64 on global returns a NaN operand unchanged (before a NaN in
+        memory), on shared it returns the NaN in memory (before the operand's) quieted.
+        `ftz` is accepted for old callers and ignored: the space decides.
+        """
         if ty not in ATOMIC_TYPES:
             raise ValueError(f"atomic type must be one of {tuple(ATOMIC_TYPES)}, not {ty!r}")
         if op not in ATOMIC_OPS_BY_TYPE[ty]:
@@ -292,7 +302,7 @@ class Memory:
         a_values = _operand(a, dtype, addr.size, "a")
         b_values = _operand(b, dtype, addr.size, "b") if op == "cas" else None
         old, found = self._core.atomic(self._current_layout(), space_code, ATOMIC_OPS[op], ATOMIC_TYPES[ty],
-                                       addr, threads, a_values, b_values, bool(ftz))
+                                       addr, threads, a_values, b_values)
         if found:
             self._raise(found, "atomic", np.dtype(dtype).itemsize, addr, threads)
         return old.view(dtype)

@@ -14,10 +14,13 @@ OP = ATOMIC_OPS
 TYPE = ATOMIC_TYPES
 SIGNED_TYPES = (TYPE["s32"], TYPE["s64"])
 WIDE_TYPES = (TYPE["b64"], TYPE["u64"], TYPE["s64"], TYPE["f64"])
+HALF_TYPES = (TYPE["f16"], TYPE["bf16"], TYPE["b16"])
+FLOAT_TYPES = (TYPE["f32"], TYPE["f64"], TYPE["f16x2"], TYPE["bf16x2"], TYPE["f16"], TYPE["bf16"])
 ASSOCIATIVE_INTEGER_OPS = (OP["add"], OP["and"], OP["or"], OP["xor"], OP["min"], OP["max"])
 
 CANONICAL_NAN_F32 = np.uint32(0x7FFFFFFF)
 DEFAULT_NAN_F64 = np.uint64(0xFFF8000000000000)
+F64_QUIET = np.uint64(0x0008000000000000)
 CANONICAL_NAN_HALF = np.uint32(0x7FFF)
 # Contended groups longer than this take the per-group chain path for float adds.
 ROUNDS_LIMIT = 32
@@ -244,11 +247,20 @@ def _f64_is_nan(bits: np.ndarray) -> np.ndarray:
         ((bits & np.uint64((1 << 52) - 1)) != 0)
 
 
-def f64_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def f64_add(x: np.ndarray, y: np.ndarray, shared: bool = False) -> np.ndarray:
+    """old x + operand y, with the H100's NaN rules (as in _core.c).
+
+    Global: a NaN operand comes back unchanged, before a NaN stored value (also unchanged).
+    Shared: the stored NaN comes first, then the operand's, each with its quiet bit set.
+    Either way an invalid sum such as inf + -inf gives 0xFFF8000000000000.
+    """
     x, y = x.astype(np.uint64), y.astype(np.uint64)
     with np.errstate(invalid="ignore", over="ignore"):
         total = (x.view(np.float64) + y.view(np.float64)).view(np.uint64)
     total = np.where(np.isnan(total.view(np.float64)), DEFAULT_NAN_F64, total)
+    if shared:
+        total = np.where(_f64_is_nan(y), y | F64_QUIET, total)
+        return np.where(_f64_is_nan(x), x | F64_QUIET, total).astype(np.uint64)
     total = np.where(_f64_is_nan(x), x, total)
     return np.where(_f64_is_nan(y), y, total).astype(np.uint64)
 
@@ -258,29 +270,33 @@ def _half_order_key(h: np.ndarray) -> np.ndarray:
     return np.where(h & 0x8000, -(h & 0x7FFF) - 1, h)
 
 
-def packed_apply(op: int, old: np.ndarray, value: np.ndarray, bf16: bool) -> np.ndarray:
+def half_apply(op: int, x: np.ndarray, y: np.ndarray, bf16: bool) -> np.ndarray:
+    """add/min/max of 16-bit f16 or bf16 codes (no flushing: PTX's .noftz)."""
     mant_bits, exp_bits = (7, 8) if bf16 else (10, 5)
+    x, y = x.astype(np.uint32), y.astype(np.uint32)
+    x_nan, y_nan = small_is_nan(x, mant_bits, exp_bits), small_is_nan(y, mant_bits, exp_bits)
+    if op == OP["add"]:
+        with np.errstate(invalid="ignore"):
+            total = small_to_double(x, mant_bits, exp_bits) + small_to_double(y, mant_bits, exp_bits)
+        invalid = np.isnan(total)
+        r = narrow_double(np.where(invalid, 0.0, total), mant_bits, exp_bits)
+        return np.where(x_nan | y_nan | invalid, CANONICAL_NAN_HALF, r).astype(np.uint32)
+    if op == OP["max"]:
+        y_wins = _half_order_key(y) > _half_order_key(x)
+    else:
+        y_wins = _half_order_key(y) < _half_order_key(x)
+    r = np.where(y_wins, y, x)
+    r = np.where(x_nan, y, r)
+    r = np.where(y_nan, x, r)
+    return np.where(x_nan & y_nan, CANONICAL_NAN_HALF, r).astype(np.uint32)
+
+
+def packed_apply(op: int, old: np.ndarray, value: np.ndarray, bf16: bool) -> np.ndarray:
     result = np.zeros(old.shape, dtype=np.uint32)
     for half in (0, 1):
         x = (old.astype(np.uint32) >> np.uint32(16 * half)) & np.uint32(0xFFFF)
         y = (value.astype(np.uint32) >> np.uint32(16 * half)) & np.uint32(0xFFFF)
-        x_nan, y_nan = small_is_nan(x, mant_bits, exp_bits), small_is_nan(y, mant_bits, exp_bits)
-        if op == OP["add"]:
-            with np.errstate(invalid="ignore"):
-                total = small_to_double(x, mant_bits, exp_bits) + small_to_double(y, mant_bits, exp_bits)
-            invalid = np.isnan(total)
-            r = narrow_double(np.where(invalid, 0.0, total), mant_bits, exp_bits)
-            r = np.where(x_nan | y_nan | invalid, CANONICAL_NAN_HALF, r)
-        else:
-            if op == OP["max"]:
-                y_wins = _half_order_key(y) > _half_order_key(x)
-            else:
-                y_wins = _half_order_key(y) < _half_order_key(x)
-            r = np.where(y_wins, y, x)
-            r = np.where(x_nan, y, r)
-            r = np.where(y_nan, x, r)
-            r = np.where(x_nan & y_nan, CANONICAL_NAN_HALF, r)
-        result |= r.astype(np.uint32) << np.uint32(16 * half)
+        result |= half_apply(op, x, y, bf16) << np.uint32(16 * half)
     return result
 
 
@@ -301,18 +317,25 @@ def integer_combine(op: int, ty: int):
 
 
 def atomic_apply(op: int, ty: int, old: np.ndarray, a: np.ndarray, b: np.ndarray | None,
-                 ftz: bool) -> np.ndarray:
-    """New word values for one lane per word: the element-wise semantics of every atomic."""
+                 space: int) -> np.ndarray:
+    """New word values for one lane per word: the element-wise semantics of every atomic.
+
+    `space` is the space the lanes resolved to (GLOBAL or SHARED/LOCAL): on an H100, add.f32 on
+    global memory flushes subnormal operands and results and keeps them on shared memory, and
+    add.f64 resolves NaNs differently in the two (see f64_add).
+    """
     if op == OP["cas"]:
         return np.where(old == a, b, old).astype(old.dtype)
     if op == OP["exch"]:
         return a.copy()
     if ty == TYPE["f32"]:
-        return f32_add(old, a, ftz)
+        return f32_add(old, a, space == GLOBAL)
     if ty == TYPE["f64"]:
-        return f64_add(old, a)
+        return f64_add(old, a, space != GLOBAL)
     if ty in (TYPE["f16x2"], TYPE["bf16x2"]):
         return packed_apply(op, old, a, ty == TYPE["bf16x2"])
+    if ty in (TYPE["f16"], TYPE["bf16"]):
+        return half_apply(op, old, a, ty == TYPE["bf16"]).astype(old.dtype)
     if op == OP["inc"]:
         return np.where(old >= a, 0, old + 1).astype(old.dtype)
     if op == OP["dec"]:
@@ -352,11 +375,11 @@ def _segmented_scan(values: np.ndarray, groups: _Groups, combine) -> np.ndarray:
     return scanned
 
 
-def _float_add_chain(initial, values, ty: int, ftz: bool):
+def _float_add_chain(initial, values, ty: int, space: int):
     """Old values and final word for one long chain of float adds applied in lane order."""
     if ty == TYPE["f32"]:
-        return _f32_chain(np.uint32(initial), values.astype(np.uint32), ftz)
-    return _f64_chain(np.uint64(initial), values.astype(np.uint64))
+        return _f32_chain(np.uint32(initial), values.astype(np.uint32), space == GLOBAL)
+    return _f64_chain(np.uint64(initial), values.astype(np.uint64), space != GLOBAL)
 
 
 def _f32_chain(initial, values, ftz):
@@ -389,7 +412,7 @@ def _f32_chain(initial, values, ftz):
     return states[:-1].copy(), states[-1]
 
 
-def _f64_chain(initial, values):
+def _f64_chain(initial, values, shared):
     m = values.size
     sequence = np.empty(m + 1, dtype=np.uint64)
     sequence[0] = initial
@@ -402,6 +425,15 @@ def _f64_chain(initial, values):
         first = int(np.flatnonzero(is_nan_state)[0])
         operand_nan = np.zeros(m + 1, dtype=bool)
         operand_nan[1:] = _f64_is_nan(values)
+        if shared:
+            # The stored NaN wins from then on: the first NaN state, quieted, stays.
+            if first == 0:
+                nan = initial | F64_QUIET
+                first = 1
+            else:
+                nan = sequence[first] | F64_QUIET if operand_nan[first] else DEFAULT_NAN_F64
+            states[first:] = nan
+            return states[:-1].copy(), states[-1]
         source = np.where(operand_nan, sequence, DEFAULT_NAN_F64)
         if first == 0:
             source[0] = initial
@@ -414,8 +446,8 @@ def _f64_chain(initial, values):
 
 
 def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: int, a: np.ndarray,
-                      b: np.ndarray | None, ftz: bool) -> np.ndarray:
-    """Applies the lanes' atomics to `words` in lane order; returns each lane's old value."""
+                      b: np.ndarray | None, space: int) -> np.ndarray:
+    """Applies the lanes' atomics to `words` (of one space) in lane order; returns each lane's old value."""
     groups = _Groups(word_index)
     order = groups.order
     a_sorted = a[order]
@@ -423,7 +455,7 @@ def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: in
     initial = words[groups.words].copy()
     old_sorted = np.empty(a.size, dtype=words.dtype)
     first_lane = groups.rank == 0
-    integer = ty not in (TYPE["f32"], TYPE["f64"], TYPE["f16x2"], TYPE["bf16x2"])
+    integer = ty not in FLOAT_TYPES
 
     if op == OP["exch"]:
         old_sorted[first_lane] = initial
@@ -444,7 +476,7 @@ def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: in
         in_rounds = np.ones(a.size, dtype=bool)
         for group in long_groups:
             span = slice(groups.starts[group], groups.ends[group])
-            olds, final[group] = _float_add_chain(initial[group], a_sorted[span], ty, ftz)
+            olds, final[group] = _float_add_chain(initial[group], a_sorted[span], ty, space)
             old_sorted[span] = olds
             in_rounds[span] = False
         candidates = np.flatnonzero(in_rounds)
@@ -458,7 +490,7 @@ def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: in
             current = final[group]
             old_sorted[lanes] = current
             final[group] = atomic_apply(op, ty, current, a_sorted[lanes],
-                                        b_sorted[lanes] if b_sorted is not None else None, ftz)
+                                        b_sorted[lanes] if b_sorted is not None else None, space)
     words[groups.words] = final
     old = np.empty_like(old_sorted)
     old[order] = old_sorted
@@ -569,12 +601,12 @@ class NumpyCore:
         return None
 
     def atomic(self, layout: Layout, space: int, op: int, ty: int, addr, threads, a: np.ndarray,
-               b: np.ndarray | None, ftz: bool):
-        width = 8 if ty in WIDE_TYPES else 4
+               b: np.ndarray | None):
+        width = 8 if ty in WIDE_TYPES else 2 if ty in HALF_TYPES else 4
         resolved = resolve(layout, space, addr, threads, width, writes=True)
         if resolved.fault:
             return None, resolved.fault
-        word_dtype = np.uint64 if width == 8 else np.uint32
+        word_dtype = _WORD_DTYPES[width]
         a_words = a.view(word_dtype)
         b_words = b.view(word_dtype) if b is not None else None
         old = np.empty(addr.size, dtype=word_dtype)
@@ -584,7 +616,7 @@ class NumpyCore:
                 continue
             old[lanes] = sequential_atomic(
                 _words(arena, width), resolved.offset[lanes] // width, op, ty, a_words[lanes],
-                b_words[lanes] if b_words is not None else None, ftz)
+                b_words[lanes] if b_words is not None else None, arena_space)
         return old, None
 
     def count(self, what: int, addr, threads, width: int, bank_bytes: int):

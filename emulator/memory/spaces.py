@@ -32,17 +32,23 @@ ACCESS_WIDTHS = (1, 2, 4, 8, 16)
 ATOMIC_OPS = {"add": 0, "exch": 1, "cas": 2, "min": 3, "max": 4, "inc": 5, "dec": 6,
               "and": 7, "or": 8, "xor": 9}
 ATOMIC_TYPES = {"b32": 0, "u32": 1, "s32": 2, "b64": 3, "u64": 4, "s64": 5,
-                "f32": 6, "f64": 7, "f16x2": 8, "bf16x2": 9}
+                "f32": 6, "f64": 7, "f16x2": 8, "bf16x2": 9, "f16": 10, "bf16": 11, "b16": 12}
 ATOMIC_DTYPES = {"b32": np.uint32, "u32": np.uint32, "s32": np.int32, "b64": np.uint64,
                  "u64": np.uint64, "s64": np.int64, "f32": np.float32, "f64": np.float64,
-                 "f16x2": np.uint32, "bf16x2": np.uint32}
+                 "f16x2": np.uint32, "bf16x2": np.uint32, "f16": np.uint16, "bf16": np.uint16,
+                 "b16": np.uint16}
 INTEGER_ATOMIC_TYPES = ("b32", "u32", "s32", "b64", "u64", "s64")
+# PTX: atom.add.noftz.{f16,bf16} (min/max come from the .v2/.v4/.v8 vector forms) and
+# atom.cas.b16, each on a 2-byte aligned address.
 ATOMIC_OPS_BY_TYPE = {
     **{ty: tuple(ATOMIC_OPS) for ty in INTEGER_ATOMIC_TYPES},
     "f32": ("add", "exch", "cas"),
     "f64": ("add", "exch", "cas"),
     "f16x2": ("add", "min", "max", "exch", "cas"),
     "bf16x2": ("add", "min", "max", "exch", "cas"),
+    "f16": ("add", "min", "max"),
+    "bf16": ("add", "min", "max"),
+    "b16": ("cas",),
 }
 
 COUNT_CODES = {"shared_wavefronts": 0, "global_sectors": 1, "distinct_addresses": 2,
@@ -171,6 +177,12 @@ class GlobalHeap:
         return f"{head}\nand is {relation} {where}"
 
     def _nearest_live(self, address: int) -> tuple[Allocation, str] | None:
+        """The live allocation holding the address, else the nearest user allocation.
+
+        compute-sanitizer knows only user allocations: the kernel-parameter buffer ("param") and
+        the __constant__ banks ("const") are reported when an access hits them, never as the
+        nearest allocation of an access outside them.
+        """
         best = None
         for allocation in self._allocations:
             if allocation.freed:
@@ -178,6 +190,8 @@ class GlobalHeap:
             start, size = allocation.address, allocation.size
             if start <= address < start + size:
                 return allocation, "inside"
+            if allocation.kind != "global":
+                continue
             if address >= start:
                 distance = address - (start + size - 1)
                 relation = f"{distance:,} bytes after"

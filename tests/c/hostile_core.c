@@ -168,7 +168,7 @@ static void fuzz_once(world *w)
         check_fault(status, &fault, n);
         break;
     case 2: {
-        int op = (int)(next_random() % 12) - 1, type = (int)(next_random() % 12) - 1;
+        int op = (int)(next_random() % 12) - 1, type = (int)(next_random() % 15) - 1;
         uint64_t operand_len = (uint64_t)n * 8 - (next_random() % 8 == 0 && n ? 8 : 0);
         uint8_t *a = exact(operand_len), *b = exact(operand_len), *old = exact(operand_len);
         for (uint64_t i = 0; i < operand_len; i++) {
@@ -176,7 +176,7 @@ static void fuzz_once(world *w)
             b[i] = (uint8_t)next_random();
         }
         status = gm_atomic(&w->mem, space, op, type, addr, lane_threads, n, a, next_random() % 5 ? b : NULL,
-                           operand_len, (int)(next_random() % 2), old, operand_len, &fault);
+                           operand_len, old, operand_len, &fault);
         check_fault(status, &fault, n);
         free(a);
         free(b);
@@ -271,14 +271,14 @@ static void pinned_cases(void)
     uint32_t ones[] = {1, 1, 1};
     uint32_t old[3];
     EXPECT(gm_atomic(&w.mem, GM_SPACE_GLOBAL, GM_OP_ADD, GM_TYPE_U32, one_word, NULL, 3, (uint8_t *)ones, NULL,
-                     sizeof ones, 0, (uint8_t *)old, sizeof old, &fault) == GM_OK);
+                     sizeof ones, (uint8_t *)old, sizeof old, &fault) == GM_OK);
     EXPECT(old[0] == 0 && old[1] == 1 && old[2] == 2);
     EXPECT(gm_atomic(&w.mem, GM_SPACE_GLOBAL, GM_OP_CAS, GM_TYPE_U32, one_word, NULL, 3, (uint8_t *)ones, NULL,
-                     sizeof ones, 0, (uint8_t *)old, sizeof old, &fault) == GM_BAD_ARGUMENT);
+                     sizeof ones, (uint8_t *)old, sizeof old, &fault) == GM_BAD_ARGUMENT);
     EXPECT(gm_atomic(&w.mem, GM_SPACE_GLOBAL, GM_OP_INC, GM_TYPE_F32, one_word, NULL, 3, (uint8_t *)ones, NULL,
-                     sizeof ones, 0, (uint8_t *)old, sizeof old, &fault) == GM_BAD_ARGUMENT);
+                     sizeof ones, (uint8_t *)old, sizeof old, &fault) == GM_BAD_ARGUMENT);
     EXPECT(gm_atomic(&w.mem, GM_SPACE_GLOBAL, GM_OP_ADD, GM_TYPE_U64, one_word, NULL, 3, (uint8_t *)ones, NULL,
-                     sizeof ones, 0, (uint8_t *)old, sizeof old, &fault) == GM_BAD_ARGUMENT);
+                     sizeof ones, (uint8_t *)old, sizeof old, &fault) == GM_BAD_ARGUMENT);
 
     int64_t warps[4], counts[4];
     uint64_t sectors[] = {0, 4, 128, UINT64_MAX - 3};
