@@ -59,6 +59,14 @@ CATEGORIES: Dict[str, frozenset] = {name: frozenset(values.split()) for name, va
     "fenceproxy": "proxy async alias tensormap",
     "prefetchlevel": "L1 L2",
     "barwarp": "warp",
+    "asyncmode": "async",
+    "cpop": "commit_group wait_group wait_all",
+    "cpspace": "shared global",
+    "mmashape": "m8n8k4 m16n8k4 m16n8k8 m16n8k16 m16n8k32 m16n8k64 m8n8k16 m8n8k32 m8n8k128 m16n8k128 m16n8k256",
+    "mmalayout": "row col",
+    "matrixshape": "m8n8 m16n16 m8n16 m16n8",
+    "matrixnum": "x1 x2 x4",
+    "trans": "trans",
 }.items()}
 
 #: modifiers with a `::` qualifier keep only the part before it (shared::cta → shared) except hints.
@@ -438,6 +446,7 @@ def _szext(d):
 
 CVT_TYPES = INT_TYPES + FLOATS + ("f16", "bf16", "tf32", "f16x2", "bf16x2", "e4m3x2", "e5m2x2", "u4", "s4", "u2", "s2")
 PACKED_HALVES = ("u16x2", "s16x2")
+MMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s32", "e4m3", "e5m2")
 FLOAT_ALL = FLOATS + HALVES
 MEM_TYPES = INT_TYPES + FLOATS + ("f16", "f16x2", "bf16", "bf16x2")
 ATOM_TYPES = ("b16", "b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2")
@@ -548,6 +557,12 @@ FAMILIES: Tuple[Family, ...] = (
     Family("match", "b32 <- T, b32", (("b32", "b64"),), ("sync", "matchmode"), op_class="match"),
     Family("redux", "T <- T, b32", (("u32", "s32", "b32"),), ("sync", "reduxop"), op_class="redux"),
     Family("elect", "pred <- b32", (), ("sync",), op_class="elect"),
+    # asynchronous copies and tensor cores (what Triton and cuBLAS-style PTX use)
+    Family("cp", "<- addr, addr, u32, u32?", (), ("asyncmode", "cpop", "cache", "cpspace"), op_class="cp_async"),
+    Family("ldmatrix", "b32 <- addr", (("b16", "b8"),), ("sync", "aligned", "matrixshape", "matrixnum", "trans", "space"),
+           op_class="ldmatrix"),
+    Family("mma", "T0 <- T1, T2, T3", (MMA_TYPES, MMA_TYPES, MMA_TYPES, MMA_TYPES),
+           ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma"),
 )
 
 # bar / barrier write "bar.cta.sync"; the scope word belongs to its own category there.
@@ -556,7 +571,7 @@ CATEGORIES = {**CATEGORIES, "cta": frozenset({"cta"})}
 BY_MNEMONIC: Dict[str, Family] = {family.mnemonic: family for family in FAMILIES}
 
 
-REPEATABLE = ("cache", "fenceproxy")
+REPEATABLE = ("cache", "fenceproxy", "cpspace", "mmalayout")
 
 
 class DecodeError(ValueError):

@@ -1,0 +1,264 @@
+"""What ML compilers emit beyond ordinary CUDA C: cp.async copies, ldmatrix and tensor-core mma.sync.
+
+cp.async is modelled as a real asynchronous copy: the source is read when the instruction issues,
+and shared memory is written only when a cp.async.wait_group / wait_all lets the group complete, so a
+kernel that forgets to wait reads stale data as it would on hardware. mma.sync multiplies exactly
+(every product is exact in float64) and rounds the sum once to the accumulator type; H100 tensor
+cores round internally in places, so results can differ in the last bits (see docs/tensor-cores.md).
+"""
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+
+from . import executors, ir
+from .executors import ALL, AddressPlan, count_of, lanes_of, reader, writer
+from .memory import DeviceFault
+
+
+# ---- cp.async ---------------------------------------------------------------------------------------
+
+class AsyncCopies:
+    """Copies in flight for one batch: per record the threads, destinations, data and group number."""
+
+    def __init__(self, n: int):
+        self.committed = np.zeros(n, dtype=np.int64)
+        self.records: List[list] = []
+
+    def issue(self, threads: np.ndarray, destinations: np.ndarray, data: np.ndarray) -> None:
+        self.records.append([threads, destinations, data, self.committed[threads].copy()])
+
+    def commit(self, threads) -> None:
+        self.committed[threads] += 1
+
+    def complete(self, memory, threads: np.ndarray, keep_groups: int) -> None:
+        """Write every copy of these threads that belongs to a group older than their keep_groups newest."""
+        member = np.zeros(len(self.committed), dtype=bool)
+        member[threads] = True
+        remaining = []
+        for record in self.records:
+            owners, destinations, data, groups = record
+            done = member[owners] & (groups < self.committed[owners] - keep_groups)
+            if np.any(done):
+                memory.store("shared", destinations[done], owners[done], data.shape[1], data[done])
+            if not np.all(done):
+                remaining.append([owners[~done], destinations[~done], data[~done], groups[~done]])
+        self.records = remaining
+
+
+def _copies(batch) -> AsyncCopies:
+    if getattr(batch, "async_copies", None) is None:
+        batch.async_copies = AsyncCopies(batch.n)
+    return batch.async_copies
+
+
+def build_cp_async(batch, instr: ir.Instr):
+    decoded = instr.decoded
+    op = decoded.get("cpop")
+    if op == "commit_group":
+        return executors.guarded(batch, instr, lambda sel: _copies(batch).commit(lanes_of(sel, batch.n)))
+    if op in ("wait_group", "wait_all"):
+        keep_reader = reader(batch, instr.operands[0], "u32") if op == "wait_group" else (lambda sel: 0)
+
+        def wait(sel):
+            copies = _copies(batch)
+            threads = lanes_of(sel, batch.n)
+            if op == "wait_all":
+                copies.commit(threads)
+            keep = int(np.asarray(keep_reader(sel)).reshape(-1)[0])
+            try:
+                copies.complete(batch.memory, threads, keep)
+            except DeviceFault as fault:
+                raise batch.fault_error(instr, fault, None) from None
+        return executors.guarded(batch, instr, wait)
+    destination, source, size_ref = instr.operands[:3]
+    source_size = reader(batch, instr.operands[3], "u32") if len(instr.operands) > 3 else None
+    width = int(size_ref.value) if isinstance(size_ref, ir.ImmRef) else None
+    if width not in (4, 8, 16):
+        raise batch.lowering_error(instr, "cp.async copies 4, 8 or 16 bytes")
+    to_plan = AddressPlan(batch, instr, destination, "shared")
+    from_plan = AddressPlan(batch, instr, source, "global")
+    observe = batch.observer
+
+    def read(space, addresses, owners, size):
+        if observe is not None:
+            observe.memory(batch, instr, "load", space, addresses, owners, size)
+        try:
+            return batch.memory.load(space, addresses, owners, size)
+        except DeviceFault as fault:
+            raise batch.fault_error(instr, fault, int(owners[fault.lane])) from None
+
+    def issue(sel):
+        lanes = lanes_of(sel, batch.n)
+        _, targets, _ = to_plan.addresses(sel)
+        space, addresses, _ = from_plan.addresses(sel)
+        data = np.zeros((len(lanes), width), dtype=np.uint8)
+        valid = np.full(len(lanes), width, dtype=np.int64)
+        if source_size is not None:
+            valid = np.minimum(np.broadcast_to(np.asarray(source_size(sel)).astype(np.int64), valid.shape), width)
+        whole = valid == width
+        if np.any(whole):
+            data[whole] = read(space, addresses[whole], lanes[whole], width)
+        for offset in range(width - 1):
+            part = (valid > offset) & ~whole
+            if np.any(part):
+                data[part, offset] = read(space, addresses[part] + np.uint64(offset), lanes[part], 1)[:, 0]
+        _copies(batch).issue(lanes, targets.copy(), data)
+    return executors.guarded(batch, instr, issue)
+
+
+# ---- ldmatrix ---------------------------------------------------------------------------------------
+
+def _whole_warps(batch, sel, instr) -> np.ndarray:
+    """The warps sel covers; .aligned warp instructions need every live lane of them."""
+    lanes = lanes_of(sel, batch.n)
+    warps = np.unique(lanes >> 5)
+    return warps
+
+
+def build_ldmatrix(batch, instr: ir.Instr):
+    decoded = instr.decoded
+    count = {"x1": 1, "x2": 2, "x4": 4}[decoded.get("matrixnum", "x1")]
+    transpose = decoded.has("trans")
+    dest = instr.operands[0]
+    dests = dest.items if isinstance(dest, ir.VecRef) else (dest,)
+    if len(dests) != count:
+        raise batch.lowering_error(instr, f"ldmatrix .x{count} needs {count} destination registers")
+    writes = [writer(batch, ref, "b32") for ref in dests]
+    plan = AddressPlan(batch, instr, instr.operands[1], decoded.get("space", "shared"))
+    observe = batch.observer
+    lane = np.arange(32)
+    row, pair = lane >> 2, (lane & 3) * 2
+
+    def execute(sel):
+        warps = _whole_warps(batch, sel, instr)
+        threads = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
+        space, addresses, _ = plan.addresses(threads)
+        providers = addresses.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
+        owner = threads.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
+        if observe is not None:
+            observe.memory(batch, instr, "load", space, providers, owner, 16)
+        try:
+            rows = batch.memory.load(space, providers, owner, 16)
+        except DeviceFault as fault:
+            raise batch.fault_error(instr, fault, int(owner[fault.lane])) from None
+        matrices = rows.view(np.uint16).reshape(len(warps), count, 8, 8)
+        wanted = np.zeros(batch.n, dtype=bool)
+        wanted[lanes_of(sel, batch.n)] = True
+        take = wanted[threads]
+        for index, write in enumerate(writes):
+            m = matrices[:, index]
+            if transpose:
+                low, high = m[:, pair, row], m[:, pair + 1, row]
+            else:
+                low, high = m[:, row, pair], m[:, row, pair + 1]
+            value = (high.astype(np.uint32) << np.uint32(16)) | low.astype(np.uint32)
+            write(threads[take], value.reshape(-1)[take])
+    return executors.guarded(batch, instr, execute)
+
+
+# ---- mma.sync ---------------------------------------------------------------------------------------
+
+def _element_values(words: np.ndarray, kind: str) -> np.ndarray:
+    """Register words of one fragment (lanes × registers) → float64 element values, two per word for 16-bit types."""
+    if kind in ("f16", "bf16"):
+        halves = np.stack([words & np.uint32(0xFFFF), words >> np.uint32(16)], axis=-1).astype(np.uint16)
+        halves = halves.reshape(words.shape[0], -1)
+        if kind == "f16":
+            return halves.view(np.float16).astype(np.float64)
+        return (halves.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    if kind == "tf32":
+        return (words & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+    if kind == "f32":
+        return words.view(np.float32).astype(np.float64)
+    if kind == "f64":
+        return words.view(np.float64)
+    raise ValueError(kind)
+
+
+def _fragment_layout(shape: str, kind: str, role: str):
+    """(row, column) of each fragment element per lane: arrays of shape (32, elements)."""
+    lane = np.arange(32)
+    group, tig = lane >> 2, lane & 3
+    if shape == "m8n8k4":
+        if role == "a":
+            return group[:, None], tig[:, None]
+        if role == "b":
+            return tig[:, None], group[:, None]
+        return group[:, None], np.stack([tig * 2, tig * 2 + 1], axis=1)
+    if role == "c":
+        rows = np.stack([group, group, group + 8, group + 8], axis=1)
+        cols = np.stack([tig * 2, tig * 2 + 1, tig * 2, tig * 2 + 1], axis=1)
+        return rows, cols
+    k = int(shape.split("k")[1])
+    if kind == "tf32":
+        if role == "a":
+            rows = np.stack([group, group + 8, group, group + 8], axis=1)[:, :k // 2]
+            cols = np.stack([tig, tig, tig + 4, tig + 4], axis=1)[:, :k // 2]
+            return rows, cols
+        return np.stack([tig, tig + 4], axis=1)[:, :k // 4], np.stack([group, group], axis=1)[:, :k // 4]
+    if role == "a":
+        base_rows = [group, group, group + 8, group + 8, group, group, group + 8, group + 8]
+        base_cols = [tig * 2, tig * 2 + 1, tig * 2, tig * 2 + 1, tig * 2 + 8, tig * 2 + 9, tig * 2 + 8, tig * 2 + 9]
+        count = k // 2
+        return np.stack(base_rows[:count], axis=1), np.stack(base_cols[:count], axis=1)
+    base_rows = [tig * 2, tig * 2 + 1, tig * 2 + 8, tig * 2 + 9]
+    count = k // 4
+    return np.stack(base_rows[:count], axis=1), np.stack([group] * count, axis=1)
+
+
+def build_mma(batch, instr: ir.Instr):
+    decoded = instr.decoded
+    shape = decoded.get("mmashape")
+    dtype, atype, btype, ctype = decoded.types
+    if shape not in ("m16n8k16", "m16n8k8", "m8n8k4") or atype not in ("f16", "bf16", "tf32", "f64"):
+        raise batch.lowering_error(instr, f"mma.sync {shape} with .{atype} inputs is not supported")
+    layouts = tuple(value for category, value in decoded.mods if category == "mmalayout")
+    if layouts != ("row", "col"):
+        raise batch.lowering_error(instr, "mma.sync needs .row.col layouts")
+    d_ref, a_ref, b_ref, c_ref = instr.operands
+    regs = lambda ref: ref.items if isinstance(ref, ir.VecRef) else (ref,)
+    word = lambda kind: "b64" if kind == "f64" else "b32"
+    a_read = [reader(batch, r, word(atype)) for r in regs(a_ref)]
+    b_read = [reader(batch, r, word(btype)) for r in regs(b_ref)]
+    c_read = [reader(batch, r, word(ctype) if ctype != "f16" else "b32") for r in regs(c_ref)]
+    d_write = [writer(batch, r, word(dtype) if dtype != "f16" else "b32") for r in regs(d_ref)]
+    m, n, k = (int(part) for part in shape[1:].replace("n", " ").replace("k", " ").split())
+    a_rows, a_cols = _fragment_layout(shape, atype, "a")
+    b_rows, b_cols = _fragment_layout(shape, btype, "b")
+    c_rows, c_cols = _fragment_layout(shape, ctype, "c")
+
+    def gather(readers, threads, kind):
+        words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in readers], axis=1)
+        return _element_values(words, kind).reshape(-1, 32, _element_values(words[:1], kind).shape[1])
+
+    def execute(sel):
+        warps = _whole_warps(batch, sel, instr)
+        threads = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
+        a = np.zeros((len(warps), m, k))
+        b = np.zeros((len(warps), k, n))
+        c = np.zeros((len(warps), m, n))
+        a[:, a_rows, a_cols] = gather(a_read, threads, atype)
+        b[:, b_rows, b_cols] = gather(b_read, threads, btype)
+        c[:, c_rows, c_cols] = gather(c_read, threads, ctype)
+        d = np.einsum("wmk,wkn->wmn", a, b) + c
+        values = d[:, c_rows, c_cols].reshape(len(warps) * 32, -1)
+        wanted = np.zeros(batch.n, dtype=bool)
+        wanted[lanes_of(sel, batch.n)] = True
+        take = wanted[threads]
+        if dtype == "f32":
+            out = values.astype(np.float32).view(np.uint32)
+            for i, write in enumerate(d_write):
+                write(threads[take], out[take, i])
+        elif dtype == "f64":
+            for i, write in enumerate(d_write):
+                write(threads[take], values[take, i].view(np.uint64))
+        else:
+            halves = values.astype(np.float16).view(np.uint16).astype(np.uint32)
+            for i, write in enumerate(d_write):
+                write(threads[take], (halves[take, 2 * i + 1] << np.uint32(16)) | halves[take, 2 * i])
+    return executors.guarded(batch, instr, execute)
+
+
+executors.BUILDERS.update({"cp_async": build_cp_async, "ldmatrix": build_ldmatrix, "mma": build_mma})

@@ -1,0 +1,134 @@
+"""What ML compilers emit: tinygrad-style PTX through the GPUOcelot-compatible ptx_run, cp.async, ldmatrix, mma.sync."""
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import emulator
+from emulator import ocelot
+
+ROOT = Path(__file__).resolve().parents[1]
+TINYGRAD = (ROOT / "examples" / "tinygrad" / "tinygrad_style.ptx").read_text()
+
+
+def kernel_source(name: str) -> str:
+    """One entry of tinygrad_style.ptx, as tinygrad hands ptx_run a single-kernel source."""
+    header, _, rest = TINYGRAD.partition(".visible .entry")
+    for chunk in rest.split(".visible .entry"):
+        if chunk.strip().startswith(name + "("):
+            return header + ".visible .entry" + chunk
+    raise KeyError(name)
+
+
+def test_ptx_run_elementwise_over_ctypes_host_buffers():
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    host_a = (ctypes.c_float * 64)(*a)
+    host_b = (ctypes.c_float * 64)(*b)
+    host_out = (ctypes.c_float * 64)()
+    status = ocelot.ptx_run(kernel_source("E_16_4").encode(), 3, [host_out, host_a, host_b], 4, 1, 1, 16, 1, 1, 0)
+    got = np.frombuffer(host_out, dtype=np.float32)
+    assert status == 0 and np.array_equal(got, np.maximum(a * np.float32(2) + b, np.float32(0)))
+
+
+def test_ptx_run_takes_raw_pointers_announced_by_the_allocator():
+    values = np.arange(32 * 64, dtype=np.float32)
+    host_in = ctypes.create_string_buffer(values.tobytes(), values.nbytes)
+    host_out = ctypes.create_string_buffer(32 * 4)
+    pointers = [ctypes.cast(host_out, ctypes.c_void_p), ctypes.cast(host_in, ctypes.c_void_p)]
+    ocelot.register_buffer(pointers[0], 32 * 4)
+    ocelot.register_buffer(pointers[1], values.nbytes)
+    try:
+        ocelot.ptx_run(kernel_source("r_32_16"), 3, pointers + [ctypes.c_int(64)], 16, 1, 1, 32, 1, 1, 0)
+    finally:
+        ocelot.unregister_buffer(pointers[0])
+        ocelot.unregister_buffer(pointers[1])
+    got = np.frombuffer(host_out.raw, dtype=np.float32)
+    assert np.array_equal(got, values.reshape(32, 64).sum(axis=1, dtype=np.float64).astype(np.float32))
+
+
+def test_ptx_run_refuses_pointers_of_unknown_size_with_one_line():
+    with pytest.raises(emulator.errors.UsageError) as info:
+        ocelot.ptx_run(kernel_source("E_16_4"), 3, [ctypes.c_void_p(0x1234)] * 3, 4, 1, 1, 1, 1, 1, 0)
+    assert "register_buffer" in str(info.value) and "\n" not in str(info.value)
+
+
+def mma_fragments(a: np.ndarray, b: np.ndarray):
+    """The PTX ISA's m16n8k16 .f16 fragment layout, per lane: A 8 halves, B 4 halves; C/D 4 floats."""
+    frag_a = np.zeros((32, 8), np.float16)
+    frag_b = np.zeros((32, 4), np.float16)
+    for lane in range(32):
+        group, tid = lane // 4, lane % 4
+        for i in range(8):
+            row = group + 8 * ((i // 2) % 2)
+            col = tid * 2 + (i % 2) + 8 * (i // 4)
+            frag_a[lane, i] = a[row, col]
+        for i in range(4):
+            frag_b[lane, i] = b[tid * 2 + (i % 2) + 8 * (i // 2), group]
+    return frag_a, frag_b
+
+
+def test_mma_sync_m16n8k16_follows_the_isa_fragment_layout():
+    rng = np.random.default_rng(3)
+    a = rng.integers(-8, 8, (16, 16)).astype(np.float16)
+    b = rng.integers(-8, 8, (16, 8)).astype(np.float16)
+    frag_a, frag_b = mma_fragments(a, b)
+    out = np.zeros((32, 4), np.float32)
+    module = emulator.load(TINYGRAD)
+    module.kernel("wmma_16_8_16").launch(1, 32, [out, frag_a.view(np.uint16), frag_b.view(np.uint16)])
+    d = a.astype(np.float64) @ b.astype(np.float64)
+    for lane in range(32):
+        group, tid = lane // 4, lane % 4
+        want = [d[group, tid * 2], d[group, tid * 2 + 1], d[group + 8, tid * 2], d[group + 8, tid * 2 + 1]]
+        assert list(out[lane]) == want
+
+
+CP_ASYNC = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry stale(.param .u64 src, .param .u64 before, .param .u64 after)
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<8>;
+    .shared .align 16 .b8 buf[512];
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, buf;
+    add.u32 %r3, %r3, %r2;
+    mov.u32 %r4, 7;
+    st.shared.u32 [%r3], %r4;
+    ld.param.u64 %rd1, [src];
+    cvt.u64.u32 %rd2, %r2;
+    add.s64 %rd3, %rd1, %rd2;
+    cp.async.ca.shared.global [%r3], [%rd3], 4;
+    cp.async.commit_group;
+    ld.shared.u32 %r5, [%r3];
+    ld.param.u64 %rd4, [before];
+    add.s64 %rd5, %rd4, %rd2;
+    st.global.u32 [%rd5], %r5;
+    cp.async.wait_group 0;
+    ld.shared.u32 %r5, [%r3];
+    ld.param.u64 %rd6, [after];
+    add.s64 %rd7, %rd6, %rd2;
+    st.global.u32 [%rd7], %r5;
+    ret;
+}
+"""
+
+
+def test_cp_async_lands_only_at_the_wait_so_an_early_read_sees_stale_shared_memory():
+    source = np.arange(100, 132, dtype=np.uint32)
+    before, after = np.zeros(32, np.uint32), np.zeros(32, np.uint32)
+    emulator.load(CP_ASYNC).kernel("stale").launch(1, 32, [source, before, after])
+    assert (before == 7).all() and np.array_equal(after, source)
+
+
+def test_cp_async_zero_fills_past_the_source_size_without_reading_it():
+    text = CP_ASYNC.replace("cp.async.ca.shared.global [%r3], [%rd3], 4;",
+                            "cp.async.ca.shared.global [%r3], [%rd3], 4, 0;")
+    text = text.replace("add.s64 %rd3, %rd1, %rd2;", "add.s64 %rd3, %rd1, 1099511627776;")
+    before, after = np.zeros(32, np.uint32), np.zeros(32, np.uint32)
+    emulator.load(text).kernel("stale").launch(1, 32, [np.zeros(32, np.uint32), before, after])
+    assert (before == 7).all() and (after == 0).all()

@@ -1,0 +1,135 @@
+"""Compile the Triton example kernels to PTX (no GPU needed) and write examples/triton: PTX, launches.json, inputs.
+
+Run with a Python that has Triton: `python tools/make_triton.py` (e.g. from a venv with
+`pip install triton numpy`). Launches follow Triton's convention: a grid of programs, num_warps × 32
+threads, the metadata's dynamic shared size, and the trailing global/profile scratch pointers.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+
+OUT = Path(__file__).resolve().parents[1] / "examples" / "triton"
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(a), tl.load(b), input_precision=PRECISION)
+        a += BK * stride_ak
+        b += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc)
+
+
+@triton.jit
+def histogram_kernel(data_ptr, hist_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    values = tl.load(data_ptr + offs, mask=mask, other=0)
+    tl.atomic_add(hist_ptr + values, 1, mask=mask)
+
+
+def compile_kernel(fn, signature, constexprs, arch, num_warps=4, num_stages=3):
+    source = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    return triton.compile(source, target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "inputs").mkdir(exist_ok=True)
+    rng = np.random.default_rng(2026)
+    launches = []
+
+    def emit(name, compiled, grid, args):
+        ptx = f"{name}.ptx"
+        (OUT / ptx).write_text(compiled.asm["ptx"])
+        scratch = ["u64:0", "u64:0"]
+        launches.append({"name": name, "ptx": ptx, "kernel": compiled.metadata.name, "grid": list(grid),
+                         "block": [compiled.metadata.num_warps * 32, 1, 1], "shared": compiled.metadata.shared,
+                         "args": args + scratch, "stdout": False, "tolerance": None})
+        return launches[-1]
+
+    def save(name, array):
+        np.save(OUT / "inputs" / name, array)
+        return f"@inputs/{name}"
+
+    n = 5000
+    x = save("add_x.npy", rng.standard_normal(n).astype(np.float32))
+    y = save("add_y.npy", rng.standard_normal(n).astype(np.float32))
+    emit("vector_add", compile_kernel(add_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                                      {"BLOCK": 1024}, 90), ((n + 1023) // 1024, 1, 1),
+         [x, y, f"zeros:f32:{n}", f"i32:{n}"])
+
+    rows, cols = 64, 781
+    data = save("softmax_in.npy", (4 * rng.standard_normal((rows, cols))).astype(np.float32).reshape(-1))
+    launch = emit("softmax", compile_kernel(softmax_kernel, {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
+                                                             "out_stride": "i32", "n_cols": "i32"}, {"BLOCK": 1024}, 90),
+                  (rows, 1, 1), [f"zeros:f32:{rows * cols}", data, f"i32:{cols}", f"i32:{cols}", f"i32:{cols}"])
+    launch["tolerance"] = {"ulp": 4, "note": "ex2.approx.ftz.f32 (2 ulp) inside exp, then a sum and a division"}
+
+    m = nn = k = 128
+    signature = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+                 "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32",
+                 "stride_cm": "i32", "stride_cn": "i32"}
+    strides = [f"i32:{v}" for v in (m, nn, k, k, 1, nn, 1, nn, 1)]
+    a32 = save("matmul_a_f32.npy", rng.uniform(-1, 1, (m, k)).astype(np.float32).reshape(-1))
+    b32 = save("matmul_b_f32.npy", rng.uniform(-1, 1, (k, nn)).astype(np.float32).reshape(-1))
+    emit("matmul_f32_ieee", compile_kernel(matmul_kernel, signature, {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "ieee"},
+                                           80, num_stages=3), (m // 64, nn // 64, 1),
+         [a32, b32, f"zeros:f32:{m * nn}"] + strides)
+    launch = emit("matmul_tf32_mma", compile_kernel(matmul_kernel, signature,
+                                                    {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "tf32"}, 80, num_stages=3),
+                  (m // 64, nn // 64, 1), [a32, b32, f"zeros:f32:{m * nn}"] + strides)
+    launch["tolerance"] = {"rel": 2e-3, "abs": 2e-3, "note": "tf32 tensor-core products (10-bit mantissa inputs)"}
+    signature16 = dict(signature, a_ptr="*fp16", b_ptr="*fp16")
+    a16 = save("matmul_a_f16.npy", rng.uniform(-1, 1, (m, k)).astype(np.float16).reshape(-1))
+    b16 = save("matmul_b_f16.npy", rng.uniform(-1, 1, (k, nn)).astype(np.float16).reshape(-1))
+    launch = emit("matmul_f16_mma", compile_kernel(matmul_kernel, signature16,
+                                                   {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "ieee"}, 80, num_stages=3),
+                  (m // 64, nn // 64, 1), [a16, b16, f"zeros:f32:{m * nn}"] + strides)
+    launch["tolerance"] = {"rel": 1e-5, "abs": 1e-5, "note": "f16 products are exact in f32; accumulation order"}
+
+    count = 100000
+    values = save("hist_data.npy", rng.integers(0, 256, count).astype(np.int32))
+    emit("histogram", compile_kernel(histogram_kernel, {"data_ptr": "*i32", "hist_ptr": "*i32", "n": "i32"},
+                                     {"BLOCK": 1024}, 90), ((count + 1023) // 1024, 1, 1),
+         [values, "zeros:i32:256", f"i32:{count}"])
+
+    (OUT / "launches.json").write_text(json.dumps({"launches": launches}, indent=2) + "\n")
+    print(f"wrote {len(launches)} launches to {OUT}")
+
+
+if __name__ == "__main__":
+    main()
