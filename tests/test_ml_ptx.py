@@ -132,3 +132,27 @@ def test_cp_async_zero_fills_past_the_source_size_without_reading_it():
     before, after = np.zeros(32, np.uint32), np.zeros(32, np.uint32)
     emulator.load(text).kernel("stale").launch(1, 32, [np.zeros(32, np.uint32), before, after])
     assert (before == 7).all() and (after == 0).all()
+
+
+def test_triton_kernel_compiled_without_a_gpu_runs_with_tritons_launch_convention():
+    triton = pytest.importorskip("triton", reason="Triton is not installed (pip install triton to run this)")
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from emulator import triton as gpuemu_triton
+
+    @triton.jit
+    def scale_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, 3.0 * tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    source = triton.compiler.ASTSource(fn=scale_add, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
+                                                                "out_ptr": "*fp32", "n": "i32"},
+                                       constexprs={"BLOCK": 256})
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32))
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    out = np.zeros(1000, np.float32)
+    gpuemu_triton.launch(compiled, (4,), [x, y, out, np.int32(1000)])
+    fused = (3.0 * x.astype(np.float64) + y.astype(np.float64)).astype(np.float32)
+    assert np.array_equal(out, fused)

@@ -1,0 +1,49 @@
+"""Run Triton kernels without a GPU: the PTX of triton.compile() launched with Triton's own conventions.
+
+    compiled = triton.compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32))
+    emulator.triton.launch(compiled, grid=(programs,), args=[x, y, out, n])
+
+Triton launches a grid of programs with num_warps × 32 threads each, asks for the metadata's
+dynamic shared memory, and appends two pointers to every kernel's parameter list (a global and a
+profile scratch buffer); gpuemu allocates those buffers when the metadata asks for them.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .launch import Device, DevicePointer, LaunchStats, Module
+
+_MODULES = {}
+
+
+def _scratch(device: Device, size: int, align: int, programs: int):
+    if not size:
+        return np.uint64(0)
+    total = size * programs
+    address = device.memory.alloc(total, align=max(align, 16), name="triton scratch")
+    device.memory.write(address, np.zeros(total, dtype=np.uint8))
+    return DevicePointer(address)
+
+
+def launch(compiled, grid: Sequence[int], args: Sequence, *, device: Optional[Device] = None,
+           **options) -> LaunchStats:
+    """Launch a triton.compile() result (anything with .asm["ptx"] and .metadata) on gpuemu."""
+    metadata = compiled.metadata
+    ptx = compiled.asm["ptx"]
+    key = (ptx, id(device))
+    module = _MODULES.get(key)
+    if module is None:
+        module = Module(ptx, f"<triton {metadata.name}>", device)
+        _MODULES[key] = module
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    programs = grid[0] * grid[1] * grid[2]
+    extra = [_scratch(module.device, getattr(metadata, "global_scratch_size", 0),
+                      getattr(metadata, "global_scratch_align", 1), programs),
+             _scratch(module.device, getattr(metadata, "profile_scratch_size", 0),
+                      getattr(metadata, "profile_scratch_align", 1), programs)]
+    kernel = module.kernel(metadata.name)
+    trailing = len(kernel.params) - len(args)
+    return kernel.launch(grid, (metadata.num_warps * 32, 1, 1), list(args) + extra[:max(trailing, 0)],
+                         metadata.shared, **options)
