@@ -127,16 +127,20 @@ class Family:
     optional_slots: int = 0
 
 
+_SLOT_TOKENS = {f"T{i}": i for i in range(4)}
+_OPERAND_WORDS = ("addr", "label", "call")
+
+
 def parse_signature(text: str, types: Tuple[str, ...]) -> Signature:
     """'T <- T, u32, pred?' → concrete types; T/T0 is the first type slot, T1 the second, W is T widened."""
     dest_text, _, src_text = text.partition("<-")
 
     def resolve(token: str) -> str:
         token = token.strip().rstrip("?")
-        if token in ("T", "T0"):
+        if token == "T":
             return types[0]
-        if token == "T1":
-            return types[1]
+        if token in _SLOT_TOKENS:
+            return types[_SLOT_TOKENS[token]]
         if token == "W":
             return widened(types[0])
         return token
@@ -635,9 +639,10 @@ def expand(family: Family):
     return combos
 
 
-def _validate() -> None:
+def validate(families: Tuple[Family, ...]) -> None:
+    """Every family names known categories and types, has semantics iff it is ALU, and a well-formed signature."""
     mnemonics = set()
-    for family in FAMILIES:
+    for family in families:
         assert family.mnemonic not in mnemonics, f"duplicate family {family.mnemonic}"
         mnemonics.add(family.mnemonic)
         for category in family.mods:
@@ -648,11 +653,14 @@ def _validate() -> None:
         assert (family.build is not None) == (family.op_class == "alu"), \
             f"{family.mnemonic}: ALU families need semantics, others must not have them"
         if not callable(family.sig):
-            for combo in expand(family):
-                parse_signature(family.sig, combo)
+            for token in family.sig.replace("<-", ",").split(","):
+                token = token.strip().rstrip("?")
+                slot = 0 if token in ("T", "W") else _SLOT_TOKENS.get(token)
+                assert not token or token in TYPES or token in _OPERAND_WORDS or \
+                    (slot is not None and slot < len(family.types)), f"{family.mnemonic}: bad signature token {token}"
 
 
-_validate()
+validate(FAMILIES)
 
 
 def coverage() -> str:

@@ -1,0 +1,64 @@
+"""The instruction table: modifiers in any order, clear decode errors, validation at import, generated coverage."""
+import pytest
+
+from isa.table import FAMILIES, DecodeError, Family, coverage, decode, semantics, validate
+
+
+def test_modifiers_decode_the_same_in_any_order():
+    a = decode("ld", ("global", "nc", "v4", "f32"))
+    b = decode("ld", ("f32", "v4", "global", "nc"))
+    assert a.types == b.types == ("f32",) and sorted(a.mods) == sorted(b.mods)
+
+
+def test_two_type_slots_keep_their_order():
+    assert decode("cvt", ("rn", "f32", "s32")).types == ("f32", "s32")
+    assert decode("cvt", ("rzi", "s32", "f32")).types == ("s32", "f32")
+
+
+@pytest.mark.parametrize("mnemonic, modifiers, fragment", [
+    ("frobnicate", ("u32",), "unsupported instruction 'frobnicate'"),
+    ("add", ("u32", "wide"), "unknown modifier '.wide'"),
+    ("add", (), "needs a type"),
+    ("add", ("rn", "rz", "f32"), "two modifiers of one kind"),
+    ("popc", ("f32",), "not defined for type .f32"),
+])
+def test_decode_errors_say_what_is_wrong(mnemonic, modifiers, fragment):
+    with pytest.raises(DecodeError) as info:
+        decode(mnemonic, modifiers)
+    assert fragment in str(info.value)
+
+
+def test_signature_resolves_widened_and_slot_types():
+    assert decode("mul", ("wide", "u32")).signature.dest == "u64"
+    signature = decode("mad", ("wide", "s32")).signature
+    assert signature.dest == "s64" and signature.sources == ("s32", "s32", "s64")
+    assert decode("setp", ("lt", "and", "f32")).signature.optional == 1
+
+
+def test_validation_rejects_unknown_categories_types_and_missing_semantics():
+    with pytest.raises(AssertionError):
+        validate((Family("x", "T <- T", (("u32",),), ("nosuchcategory",), build=lambda d: None),))
+    with pytest.raises(AssertionError):
+        validate((Family("x", "T <- T", (("u99",),), build=lambda d: None),))
+    with pytest.raises(AssertionError):
+        validate((Family("x", "T <- T", (("u32",),)),))
+    with pytest.raises(AssertionError):
+        validate((Family("x", "T <- T5", (("u32",),), build=lambda d: None),))
+
+
+def test_every_alu_family_builds_semantics_for_every_type():
+    for family in FAMILIES:
+        if family.op_class != "alu":
+            continue
+        for allowed in family.types[0]:
+            types = (allowed,) + tuple(slot[0] for slot in family.types[1:len(family.types) - family.optional_slots])
+            try:
+                decoded = decode(family.mnemonic, tuple(types))
+            except DecodeError:
+                continue
+            assert callable(semantics(decoded)), family.mnemonic
+
+
+def test_coverage_lists_every_family_from_the_table():
+    text = coverage()
+    assert all(f"`{family.mnemonic}`" in text for family in FAMILIES)
