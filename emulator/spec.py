@@ -114,6 +114,12 @@ def compare(expected: np.ndarray, actual: np.ndarray, tolerance: Optional[dict])
     if len(differ) == 0:
         return None
     if tolerance and expected.dtype.kind == "f":
+        return _compare_within(expected, actual, tolerance)
+    return _describe_difference(expected, actual, differ)
+
+
+def _compare_within(expected: np.ndarray, actual: np.ndarray, tolerance: dict) -> Optional[str]:
+    with np.errstate(all="ignore"):
         e, a = expected.astype(np.float64), actual.astype(np.float64)
         both_nan = np.isnan(e) & np.isnan(a)
         same_inf = np.isinf(e) & (e == a)
@@ -123,14 +129,17 @@ def compare(expected: np.ndarray, actual: np.ndarray, tolerance: Optional[dict])
         elif "rel" in tolerance:
             bound = tolerance["rel"] * np.abs(e)
         else:
-            bound = np.full(e.shape, float(tolerance.get("abs", 0.0)))
-        if "abs" in tolerance and "ulp" in tolerance:
-            bound = np.maximum(bound, tolerance["abs"])
+            bound = np.zeros(e.shape)
+        if "abs" in tolerance:
+            bound = np.maximum(bound, float(tolerance["abs"]))
         ok = both_nan | same_inf | (np.abs(e - a) <= bound)
-        bad = np.flatnonzero(~ok.reshape(-1))
-        if len(bad) == 0:
-            return None
-        differ = bad
+    bad = np.flatnonzero(~ok.reshape(-1))
+    if len(bad) == 0:
+        return None
+    return _describe_difference(expected, actual, bad)
+
+
+def _describe_difference(expected: np.ndarray, actual: np.ndarray, differ) -> str:
     first = int(differ[0])
     flat_e, flat_a = expected.reshape(-1), actual.reshape(-1)
     return (f"{len(differ)} of {expected.size} elements differ; first at {first}: "
