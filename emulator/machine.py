@@ -5,6 +5,7 @@ operation. In the common convergent case that is every thread, with no masking a
 """
 from __future__ import annotations
 
+import hashlib
 from typing import List, Optional
 
 import numpy as np
@@ -17,10 +18,13 @@ from .memory import LOCAL_WINDOW, SHARED_WINDOW, DeviceFault
 from .printf import format_printf
 
 INF = np.iinfo(np.int32).max
+_NONE = np.empty(0, dtype=np.int64)
 RUNNING, AT_BARRIER, EXITED = 0, 1, 2
 #: backward branches a group may take while other groups wait before the scheduler lets another group run
 SPIN_ROTATE = 64
 NUM_BARRIERS = 16
+#: the first architecture whose barriers count threads (independent thread scheduling); older ones count warps
+PER_THREAD_BARRIERS_FROM = 70
 
 
 class Batch:
@@ -52,6 +56,20 @@ class Batch:
         self.bar_arrived = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
         self.bar_expected = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
         self.bar_votes = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
+        self.per_warp_barriers = getattr(launch, "arch", 90) < PER_THREAD_BARRIERS_FROM
+        if self.per_warp_barriers:
+            # pre-Volta: a barrier counts warps, a warp counts once whatever lanes reach it, and the
+            # quota is every warp the CTA was launched with (exits do not make up for missing warps)
+            self.warps_per_cta = self.tpc_pad // 32
+            self.bar_warp_arrived = np.zeros((NUM_BARRIERS, n // 32), dtype=bool)
+            self.barrier_quota = np.full(n_ctas, self.warps_per_cta, dtype=np.int64)
+        else:
+            self.barrier_quota = self.live
+        self.spin_limit = getattr(launch, "spin_limit", None) or 0
+        self.backward_branches = 0
+        self._next_spin_check = self.spin_limit
+        self._spin_pcs = None
+        self._spin_digest = None
         self.depth = None
         self.steps = 0
         self.warp_instructions = 0
@@ -279,6 +297,7 @@ class Batch:
         max_steps = self.max_steps
         turn = 0
         turn_limit = self.turn_limit
+        spin_limit = self.spin_limit
         while True:
             instr = instrs[pc]
             control = instr.control
@@ -322,6 +341,10 @@ class Batch:
                         lanes = len(sel)
                         warps = self._warps_in(sel)
                 if new_pc <= pc:
+                    if spin_limit:
+                        self.backward_branches += 1
+                        if self.backward_branches >= self._next_spin_check:
+                            self._check_spin(new_pc, sel)
                     if rotating:
                         self.rpc[sel] = new_pc
                         return
@@ -347,6 +370,7 @@ class Batch:
             elif control == ir.CALL:
                 pc = execs[pc](pc, sel)
             elif control == ir.RETURN:
+                self._current_pc = pc
                 result = self._return(pc, sel, execs[pc])
                 if result is None:
                     return
@@ -385,6 +409,9 @@ class Batch:
         gone = np.bincount(ctas, minlength=self.n_ctas)
         self.live -= gone
         self._complete_barriers(np.flatnonzero(gone))
+        if self.observer is not None:
+            for bar, released in self._released_by_barrier:
+                self.observer.barrier(self, self.program.instrs[self._current_pc], _NONE, bar, released)
         return staying, len(staying)
 
     def _bind_barrier(self, instr: ir.Instr):
@@ -416,12 +443,16 @@ class Batch:
             ids = np.asarray(read_id(sel)).reshape(-1)
             bar = int(ids[0]) % NUM_BARRIERS
             ctas = self.cta_of[sel] if sel is not ALL else self.cta_of
-            arrivals = np.bincount(ctas, minlength=self.n_ctas)
+            if self.per_warp_barriers:
+                arrivals = self._warp_arrivals(bar, sel)
+            else:
+                arrivals = np.bincount(ctas, minlength=self.n_ctas)
             touched = np.flatnonzero(arrivals)
             self.bar_arrived[bar] += arrivals
             if read_count is not None:
                 counts = np.asarray(read_count(sel)).reshape(-1)
-                self.bar_expected[bar][touched] = int(counts[0])
+                count = int(counts[0])
+                self.bar_expected[bar][touched] = (count + 31) // 32 if self.per_warp_barriers else count
             if mode == "red":
                 votes = np.asarray(read_pred(sel), dtype=bool)
                 votes = np.broadcast_to(votes, (count_of(sel, self.n),))
@@ -460,16 +491,25 @@ class Batch:
         else:
             write_dest(released, (per_thread != 0).astype(np.uint32))
 
+    def _warp_arrivals(self, bar: int, sel) -> np.ndarray:
+        """Per CTA, the warps of sel that had not yet arrived at this barrier (pre-Volta counting)."""
+        warps = np.unique(lanes_of(sel, self.n) >> 5)
+        new = warps[~self.bar_warp_arrived[bar][warps]]
+        self.bar_warp_arrived[bar][new] = True
+        return np.bincount(new // self.warps_per_cta, minlength=self.n_ctas)
+
     def _complete_barriers(self, ctas: np.ndarray, only: Optional[int] = None):
-        """Release every barrier of these CTAs that has all its threads; return the released threads."""
+        """Release every barrier of these CTAs that has all its threads (pre-Volta: warps); return the
+        released threads. (barrier, threads) of each release is left in _released_by_barrier."""
         released_all = []
+        self._released_by_barrier = []
         bars = range(NUM_BARRIERS) if only is None else (only,)
         for bar in bars:
             arrived = self.bar_arrived[bar][ctas]
             if not np.any(arrived):
                 continue
             expected = self.bar_expected[bar][ctas]
-            expected = np.where(expected > 0, expected, self.live[ctas])
+            expected = np.where(expected > 0, expected, self.barrier_quota[ctas])
             done = ctas[arrived >= expected]
             if len(done) == 0:
                 continue
@@ -480,10 +520,13 @@ class Batch:
             self.bar_arrived[bar][done] = 0
             self.bar_expected[bar][done] = 0
             self.bar_votes[bar][done] = 0
+            if self.per_warp_barriers:
+                self.bar_warp_arrived[bar].reshape(self.n_ctas, -1)[done] = False
             self.status[waiting] = RUNNING
             self.bar_wait[waiting] = -1
             self.rpc[waiting] = self.resume_pc[waiting]
             released_all.append(waiting)
+            self._released_by_barrier.append((bar, waiting))
         if not released_all:
             return None
         return np.concatenate(released_all) if len(released_all) > 1 else released_all[0]
@@ -590,7 +633,59 @@ class Batch:
     def _free(self, instr, site, sel) -> None:
         raise self.lowering_error(instr, "device-side free is not supported")
 
+    # ---- livelock detection ----
+    def _check_spin(self, pc: int, sel) -> None:
+        """Every spin_limit backward branches: when no thread's pc, register or memory byte changed
+        since the last check, the batch can never finish: report a livelock."""
+        self._next_spin_check = self.backward_branches + self.spin_limit
+        pcs = self.rpc.copy()
+        pcs[sel] = pc
+        if self._spin_pcs is not None and np.array_equal(pcs, self._spin_pcs):
+            digest = self._state_digest()
+            if digest == self._spin_digest:
+                self.rpc[sel] = pc
+                raise self.launch.livelock_error(self)
+            self._spin_digest = digest
+        else:
+            self._spin_digest = None
+        self._spin_pcs = pcs
+
+    def _state_digest(self) -> bytes:
+        """A hash of the registers, thread states, global allocations and shared windows of the batch."""
+        digest = hashlib.blake2b(digest_size=32)
+        for array in (*self.regs, self.cc, self.status, self.bar_wait):
+            digest.update(np.ascontiguousarray(array).view(np.uint8).data)
+        for allocation in self.memory.allocations():
+            if not allocation.freed and allocation.size:
+                digest.update(self.memory.read(allocation.address, allocation.size).data)
+        if self.launch.shared_bytes:
+            for cta in range(self.n_ctas):
+                digest.update(np.ascontiguousarray(self.memory.shared_bytes(cta)).data)
+        return digest.digest()
+
     # ---- inspection ----
+    def warp_states(self) -> List[tuple]:
+        """(cta, warp, [(state, pc or barrier id, lanes)]) of every warp: its lanes grouped by what they do.
+
+        state is "running" (pc: where it continues), "barrier" (pc of the barrier it waits at) or "exited"."""
+        result = []
+        for warp in range(self.n // 32):
+            lanes = np.arange(warp * 32, warp * 32 + 32)
+            valid = self.local_index[lanes] < self.tpc
+            groups = {}
+            for thread in lanes[valid]:
+                status = int(self.status[thread])
+                if status == EXITED:
+                    key = ("exited", -1)
+                elif status == AT_BARRIER:
+                    key = ("barrier", int(self.resume_pc[thread]) - 1)
+                else:
+                    key = ("running", int(self.rpc[thread]))
+                groups.setdefault(key, []).append(int(thread) % 32)
+            parts = [(state, pc, lanes_in) for (state, pc), lanes_in in sorted(groups.items(), key=lambda g: g[1][0])]
+            result.append((warp // (self.tpc_pad // 32), warp % (self.tpc_pad // 32), parts))
+        return result
+
     def waiting_warps(self) -> List[tuple]:
         """(cta, warp, pc, state) of every warp with a thread blocked at a barrier."""
         result = []
