@@ -31,6 +31,11 @@ CONST_BANK_LIMIT = 64 * 1024
 GLOBAL_VARIABLE_LIMIT = 1 << 30
 DEFAULT_MAX_STEPS = 20_000_000
 DEFAULT_BATCH_BYTES = 768 * 1024 * 1024
+DEFAULT_ARCH = "sm_90"
+#: loop iterations (backward branches) between two looks for a batch that no longer changes at all
+DEFAULT_SPIN_LIMIT = 10_000
+#: bytes past the shared and local windows where continue-after-fault sends the lanes it skips
+FAULT_SINK_BYTES = 16
 
 
 def plain_name(mangled: str) -> str:
@@ -41,6 +46,16 @@ def plain_name(mangled: str) -> str:
     length = int(match.group(1))
     start = match.end()
     return mangled[start:start + length]
+
+
+def arch_number(arch: Union[str, int]) -> int:
+    """`sm_60` → 60, `sm_90a` → 90; a number stays a number."""
+    if isinstance(arch, (int, np.integer)):
+        return int(arch)
+    match = re.fullmatch(r"(?:sm_|compute_)?(\d+)[af]?", str(arch).strip())
+    if not match:
+        raise UsageError(f"architecture '{arch}' is not sm_NN (for example sm_60 or sm_90)")
+    return int(match.group(1))
 
 
 def dim3(value) -> Tuple[int, int, int]:
@@ -81,10 +96,15 @@ class LaunchStats:
 class Device:
     """A device context: one global memory and the stream printf writes to."""
 
-    def __init__(self, *, backend: str = "auto", stdout=None):
+    def __init__(self, *, backend: str = "auto", stdout=None, arch: Union[str, int] = DEFAULT_ARCH,
+                 spin_limit: int = DEFAULT_SPIN_LIMIT):
+        """arch: sm_70 and newer count barrier arrivals per thread, older ones per warp; spin_limit:
+        loop iterations after which a batch whose state stopped changing is reported (0: never)."""
         self.memory = Memory(backend=backend)
         self.stdout = stdout
         self.launches = 0
+        self.arch = arch_number(arch)
+        self.spin_limit = int(spin_limit)
 
     def write_stdout(self, text: str) -> None:
         stream = self.stdout if self.stdout is not None else sys.stdout
@@ -248,14 +268,15 @@ class Kernel:
 
     def launch(self, grid, block, args: Sequence, shared: int = 0, *, max_steps: int = DEFAULT_MAX_STEPS,
                observer=None, policy=None, max_dynamic_shared: Optional[int] = None,
-               batch_bytes: int = DEFAULT_BATCH_BYTES) -> LaunchStats:
+               batch_bytes: int = DEFAULT_BATCH_BYTES, arch: Union[str, int, None] = None,
+               spin_limit: Optional[int] = None) -> LaunchStats:
         """Run the kernel; numpy array arguments are copied to the device and written back in place.
 
         observer: an emulator.observe.Observer (statistics, traces, checkers, debugger); policy: a
         scheduling policy object with select(batch) (and optionally turn_limit) replacing the default
-        lowest-pc-first choice of the next group of threads."""
+        lowest-pc-first choice of the next group of threads. arch and spin_limit default to the device's."""
         launch = Launch(self, dim3(grid), dim3(block), int(shared), observer=observer, policy=policy,
-                        max_dynamic_shared=max_dynamic_shared)
+                        max_dynamic_shared=max_dynamic_shared, arch=arch, spin_limit=spin_limit)
         return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes)
 
 
@@ -267,7 +288,8 @@ class Launch:
     """One kernel launch: configuration checks, parameter buffer, CTA batches, and the errors it can end in."""
 
     def __init__(self, kernel: Kernel, grid, block, dynamic_shared: int, *, observer=None, policy=None,
-                 max_dynamic_shared: Optional[int] = None):
+                 max_dynamic_shared: Optional[int] = None, arch: Union[str, int, None] = None,
+                 spin_limit: Optional[int] = None):
         self.kernel = kernel
         self.program = kernel.program
         self.device = kernel.module.device
@@ -276,6 +298,10 @@ class Launch:
         self.dynamic_shared = dynamic_shared
         self.observer = observer
         self.policy = policy
+        self.arch = arch_number(arch) if arch is not None else self.device.arch
+        self.spin_limit = int(spin_limit) if spin_limit is not None else self.device.spin_limit
+        #: set by a checker in begin_launch: give the shared and local windows a sink past their end
+        self.fault_sink = False
         self.const_base = kernel.module.const_base
         self.const_size = kernel.module.const_size
         self.shared_bytes = self.program.static_shared + dynamic_shared
@@ -380,15 +406,23 @@ class Launch:
             ctas_per_batch = max(1, min(total_ctas, batch_bytes // max(per_cta, 1)))
             cta = 0
             remaining = max_steps
+            sink = FAULT_SINK_BYTES if self.fault_sink else 0
+            self.shared_sink = _align16(self.shared_bytes)
+            self.local_sink = _align16(self.program.local_bytes)
             while cta < total_ctas:
                 count = min(ctas_per_batch, total_ctas - cta)
                 tpc_pad = (self.block[0] * self.block[1] * self.block[2] + 31) // 32 * 32
-                self.memory.set_windows(n_ctas=count, threads_per_cta=tpc_pad, shared_bytes=self.shared_bytes,
-                                        local_bytes=self.program.local_bytes)
+                self.memory.set_windows(n_ctas=count, threads_per_cta=tpc_pad,
+                                        shared_bytes=self.shared_sink + sink if sink else self.shared_bytes,
+                                        local_bytes=self.local_sink + sink if sink else self.program.local_bytes)
                 batch = Batch(self, self.program, cta, count)
                 if self.observer is not None:
                     self.observer.begin_batch(batch)
-                batch.run(remaining)
+                try:
+                    batch.run(remaining)
+                except DeviceError as error:
+                    self._notify_failure(error)
+                    raise
                 if self.observer is not None:
                     self.observer.end_batch(batch)
                 remaining -= batch.steps
@@ -408,6 +442,15 @@ class Launch:
         if self.observer is not None:
             self.observer.end_launch(self, stats)
         return stats
+
+    def _notify_failure(self, error: DeviceError) -> None:
+        """Tell subscribers with a launch_failed(launch, error) method that the launch stops here."""
+        if self.observer is None:
+            return
+        for observer in getattr(self.observer, "observers", (self.observer,)):
+            failed = getattr(observer, "launch_failed", None)
+            if failed is not None:
+                failed(self, error)
 
     def _bytes_per_cta(self) -> int:
         tpc_pad = (self.block[0] * self.block[1] * self.block[2] + 31) // 32 * 32
@@ -449,17 +492,57 @@ class Launch:
 
     def deadlock_error(self, batch: Batch) -> DeviceError:
         name = plain_name(self.program.name)
-        waiting = batch.waiting_warps()
-        parts = []
-        for cta, warp, pc in waiting[:8]:
-            block, _ = batch.thread_coordinates(cta * batch.tpc_pad)
-            instr = self.program.instrs[pc]
-            parts.append(f"block ({block[0]},{block[1]},{block[2]}) warp {warp} waits at pc {pc} "
-                         f"{self.where(instr)} `{instr.text}`")
-        more = f" (+{len(waiting) - 8} more warps)" if len(waiting) > 8 else ""
-        summary = (f"GPUEMU_DEADLOCK: kernel {name} can never finish: threads wait at a barrier that the rest of "
-                   f"their block will not reach: " + "; ".join(parts) + more)
+        counting = "warps" if batch.per_warp_barriers else "threads"
+        summary = (f"GPUEMU_DEADLOCK: kernel {name} can never finish: {counting} wait at a barrier that the rest "
+                   f"of their block will not reach (sm_{self.arch}): " + self.describe_warps(batch))
         return DeviceError("GPUEMU_DEADLOCK", summary, summary)
+
+    def livelock_error(self, batch: Batch) -> DeviceError:
+        name = plain_name(self.program.name)
+        summary = (f"GPUEMU_LIVELOCK: kernel {name} can never finish: over {batch.spin_limit:,} loop iterations no "
+                   f"pc, register or memory byte changed (--spin-limit): " + self.describe_warps(batch))
+        return DeviceError("GPUEMU_LIVELOCK", summary, summary)
+
+    def describe_warps(self, batch: Batch) -> str:
+        """Every warp's state and pc, warps with the same story merged: `block (0,0,0) warps 0-3 wait at ...`."""
+        def where(pc: int) -> str:
+            instr = self.program.instrs[pc]
+            return f"pc {pc} {self.where(instr)} `{' '.join(instr.text.split())}`"
+
+        def story(state: str, pc: int, plural: bool) -> str:
+            if state == "exited":
+                return "exited"
+            if state == "barrier":
+                return f"wait{'' if plural else 's'} at the barrier at {where(pc)}"
+            return f"{'are' if plural else 'is'} at {where(pc)}"
+
+        per_block: Dict[int, List[Tuple[int, tuple]]] = {}
+        for cta, warp, parts in batch.warp_states():
+            per_block.setdefault(cta, []).append((warp, tuple((state, pc, tuple(lanes)) for state, pc, lanes in parts)))
+        blocks: Dict[str, List[int]] = {}
+        for cta, warps in per_block.items():
+            merged: Dict[tuple, List[int]] = {}
+            for warp, parts in warps:
+                merged.setdefault(parts, []).append(warp)
+            texts = []
+            for parts, ws in merged.items():
+                subject = f"warp{'s' if len(ws) > 1 else ''} {_ranges(ws)}"
+                if len(parts) == 1:
+                    texts.append(f"{subject} {story(parts[0][0], parts[0][1], len(ws) > 1)}")
+                else:
+                    texts.append(f"{subject}: " + ", ".join(
+                        f"lane{'s' if len(lanes) > 1 else ''} {_ranges(lanes)} {story(state, pc, len(lanes) > 1)}"
+                        for state, pc, lanes in parts))
+            text = "; ".join(texts)
+            blocks.setdefault(text, []).append(cta)
+        lines = []
+        for text, ctas in blocks.items():
+            first, _ = batch.thread_coordinates(ctas[0] * batch.tpc_pad)
+            label = f"block ({first[0]},{first[1]},{first[2]})"
+            if len(ctas) > 1:
+                label += f" and {len(ctas) - 1} more block{'s' if len(ctas) > 2 else ''} like it"
+            lines.append(f"{label}: {text}")
+        return " | ".join(lines)
 
     def step_limit_error(self, batch: Batch, instr: ir.Instr) -> DeviceError:
         name = plain_name(self.program.name)
@@ -488,6 +571,23 @@ class Launch:
         summary = (f"CUDA_ERROR_ASSERT: {source}:{line}: Assertion `{message}` failed in kernel "
                    f"{plain_name(self.program.name)}, {self._who(batch, thread)}")
         return DeviceError("CUDA_ERROR_ASSERT", summary, summary)
+
+
+def _align16(value: int) -> int:
+    return (value + 15) // 16 * 16
+
+
+def _ranges(values: Sequence[int]) -> str:
+    """[0, 1, 2, 5] → `0-2,5`."""
+    values = sorted(values)
+    parts, start = [], None
+    for index, value in enumerate(values):
+        if start is None:
+            start = value
+        if index + 1 == len(values) or values[index + 1] != value + 1:
+            parts.append(str(start) if start == value else f"{start}-{value}")
+            start = None
+    return ",".join(parts)
 
 
 def load(source: Union[str, os.PathLike], *, device: Optional[Device] = None) -> Module:
