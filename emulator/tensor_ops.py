@@ -158,6 +158,45 @@ def build_ldmatrix(batch, instr: ir.Instr):
     return executors.guarded(batch, instr, execute)
 
 
+def build_stmatrix(batch, instr: ir.Instr):
+    decoded = instr.decoded
+    count = {"x1": 1, "x2": 2, "x4": 4}[decoded.get("matrixnum", "x1")]
+    transpose = decoded.has("trans")
+    source = instr.operands[1]
+    sources = source.items if isinstance(source, ir.VecRef) else (source,)
+    if len(sources) != count:
+        raise batch.lowering_error(instr, f"stmatrix .x{count} needs {count} source registers")
+    reads = [reader(batch, ref, "b32") for ref in sources]
+    plan = AddressPlan(batch, instr, instr.operands[0], decoded.get("space", "shared"))
+    observe = batch.observer
+    lane = np.arange(32)
+    row, pair = lane >> 2, (lane & 3) * 2
+
+    def execute(sel):
+        warps = _whole_warps(batch, sel, instr)
+        threads = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
+        matrices = np.zeros((len(warps), count, 8, 8), dtype=np.uint16)
+        for index, read in enumerate(reads):
+            words = np.broadcast_to(np.asarray(read(threads)), threads.shape).reshape(len(warps), 32)
+            low, high = (words & np.uint32(0xFFFF)).astype(np.uint16), (words >> np.uint32(16)).astype(np.uint16)
+            if transpose:
+                matrices[:, index, pair, row] = low
+                matrices[:, index, pair + 1, row] = high
+            else:
+                matrices[:, index, row, pair] = low
+                matrices[:, index, row, pair + 1] = high
+        space, addresses, _ = plan.addresses(threads)
+        targets = addresses.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
+        owner = threads.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
+        if observe is not None:
+            observe.memory(batch, instr, "store", space, targets, owner, 16)
+        try:
+            batch.memory.store(space, targets, owner, 16, matrices.reshape(-1, 8))
+        except DeviceFault as fault:
+            raise batch.fault_error(instr, fault, int(owner[fault.lane])) from None
+    return executors.guarded(batch, instr, execute)
+
+
 # ---- mma.sync ---------------------------------------------------------------------------------------
 
 def _element_values(words: np.ndarray, kind: str) -> np.ndarray:
@@ -261,4 +300,5 @@ def build_mma(batch, instr: ir.Instr):
     return executors.guarded(batch, instr, execute)
 
 
-executors.BUILDERS.update({"cp_async": build_cp_async, "ldmatrix": build_ldmatrix, "mma": build_mma})
+executors.BUILDERS.update({"cp_async": build_cp_async, "ldmatrix": build_ldmatrix, "stmatrix": build_stmatrix,
+                           "mma": build_mma})

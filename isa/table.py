@@ -565,6 +565,8 @@ FAMILIES: Tuple[Family, ...] = (
     Family("cp", "<- addr, addr, u32, u32?", (), ("asyncmode", "cpop", "cache", "cpspace"), op_class="cp_async"),
     Family("ldmatrix", "b32 <- addr", (("b16", "b8"),), ("sync", "aligned", "matrixshape", "matrixnum", "trans", "space"),
            op_class="ldmatrix"),
+    Family("stmatrix", "<- addr, b32", (("b16", "b8"),), ("sync", "aligned", "matrixshape", "matrixnum", "trans", "space"),
+           op_class="stmatrix"),
     Family("mma", "T0 <- T1, T2, T3", (MMA_TYPES, MMA_TYPES, MMA_TYPES, MMA_TYPES),
            ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma"),
 )

@@ -156,3 +156,65 @@ def test_triton_kernel_compiled_without_a_gpu_runs_with_tritons_launch_conventio
     gpuemu_triton.launch(compiled, (4,), [x, y, out, np.int32(1000)])
     fused = (3.0 * x.astype(np.float64) + y.astype(np.float64)).astype(np.float32)
     assert np.array_equal(out, fused)
+
+
+LDST_MATRIX = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry roundtrip(.param .u64 src, .param .u64 frags, .param .u64 dst, .param .u32 trans)
+{
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p1;
+    .shared .align 16 .b8 in_tile[512];
+    .shared .align 16 .b8 out_tile[512];
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 4;
+    ld.param.u64 %rd1, [src];
+    cvt.u64.u32 %rd2, %r2;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.v4.u32 {%r3, %r4, %r5, %r6}, [%rd3];
+    mov.u32 %r7, in_tile;
+    add.u32 %r8, %r7, %r2;
+    st.shared.v4.u32 [%r8], {%r3, %r4, %r5, %r6};
+    bar.sync 0;
+    ld.param.u32 %r9, [trans];
+    setp.ne.u32 %p1, %r9, 0;
+    @%p1 bra TRANSPOSED;
+    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r10, %r11, %r12, %r13}, [%r8];
+    bra STORE;
+TRANSPOSED:
+    ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r10, %r11, %r12, %r13}, [%r8];
+STORE:
+    ld.param.u64 %rd4, [frags];
+    add.s64 %rd5, %rd4, %rd2;
+    st.global.v4.u32 [%rd5], {%r10, %r11, %r12, %r13};
+    mov.u32 %r14, out_tile;
+    add.u32 %r15, %r14, %r2;
+    stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r15], {%r10, %r11, %r12, %r13};
+    bar.sync 0;
+    ld.shared.v4.u32 {%r3, %r4, %r5, %r6}, [%r15];
+    ld.param.u64 %rd6, [dst];
+    add.s64 %rd7, %rd6, %rd2;
+    st.global.v4.u32 [%rd7], {%r3, %r4, %r5, %r6};
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_ldmatrix_hands_each_lane_its_isa_fragment_and_stmatrix_writes_it_back(transpose):
+    rows = np.arange(32 * 8, dtype=np.uint16)
+    frags = np.zeros(32 * 8, np.uint16)
+    back = np.zeros(32 * 8, np.uint16)
+    emulator.load(LDST_MATRIX).kernel("roundtrip").launch(1, 32, [rows, frags, back, np.uint32(transpose)])
+    matrices = rows.reshape(4, 8, 8)
+    got = frags.reshape(32, 4, 2)
+    for lane in range(32):
+        for m in range(4):
+            r, c = lane // 4, 2 * (lane % 4)
+            want = (matrices[m, c, r], matrices[m, c + 1, r]) if transpose else (matrices[m, r, c], matrices[m, r, c + 1])
+            assert tuple(got[lane, m]) == want
+    expected_back = np.stack([m.T for m in matrices]).reshape(-1) if transpose else rows
+    assert np.array_equal(back, expected_back)
