@@ -1,0 +1,426 @@
+"""`gpuemu run --stats`: exact memory-system counters (bank conflicts, sectors, atomics, divergence) per kernel and per PTX line."""
+from __future__ import annotations
+
+import sys
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import ir
+from .executors import ALL
+from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from .observe import Observer
+
+WARP = 32
+SECTOR = 32
+BANKS = 32
+#: access kinds, in the order tables list them
+KINDS = ("shared_load", "shared_store", "shared_atomic", "global_load", "global_store", "global_atomic",
+         "local_load", "local_store", "constant_load", "param_load")
+#: per (instruction, kind) accumulator slots
+REQUESTS, TRANSACTIONS, IDEAL, BYTES, CONTENTION, MAX_CONTENTION = range(6)
+_OP_SUFFIX = {"load": "load", "store": "store", "atomic": "atomic"}
+_EFFICIENCY_NAMES = {"global_load": "gld_efficiency", "global_store": "gst_efficiency",
+                     "local_load": "local_load_efficiency", "local_store": "local_store_efficiency"}
+_TABLE_LABELS = {"shared_load": "shared load", "shared_store": "shared store", "shared_atomic": "shared atomic",
+                 "global_load": "global load", "global_store": "global store", "global_atomic": "global atomic",
+                 "local_load": "local load", "local_store": "local store", "constant_load": "constant load",
+                 "param_load": "param load"}
+_LANE_IN_WARP = np.int64(WARP - 1)
+
+
+def _ratio(numerator: float, denominator: float, scale: float = 1.0) -> Optional[float]:
+    return scale * numerator / denominator if denominator else None
+
+
+def _run_starts(groups: np.ndarray) -> np.ndarray:
+    """Indices where a new run of equal values begins."""
+    return np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
+
+
+def _warp_starts(threads: np.ndarray) -> np.ndarray:
+    """Indices where a new warp begins in a warp-grouped thread array."""
+    return _run_starts(threads >> 5)
+
+
+def _lanes_per_warp(threads: Optional[np.ndarray], n: int) -> np.ndarray:
+    if threads is None:
+        return np.full(n // WARP, WARP, dtype=np.int64)
+    return np.diff(np.append(_warp_starts(threads), len(threads)))
+
+
+def _phase_shift(width: int, bank_bytes: int) -> int:
+    """log2 of the lanes one shared-memory phase serves (a phase moves at most 32 banks' worth)."""
+    lanes = min(WARP, WARP * bank_bytes // width)
+    return max(lanes, 1).bit_length() - 1
+
+
+def interleaved_local(addresses: np.ndarray, threads: Optional[np.ndarray], width: int):
+    """Addresses as the hardware lays local memory out (consecutive lanes own consecutive 32-bit
+    words), one entry per 32-bit word a lane touches; returns (addresses, threads, width per entry)."""
+    n = len(addresses)
+    lanes = (np.arange(n, dtype=np.int64) if threads is None else threads) & _LANE_IN_WARP
+    words = max(width // 4, 1)
+    word = (addresses >> np.uint64(2)).astype(np.uint64)
+    byte = addresses & np.uint64(3)
+    if words > 1:
+        word = (word[:, None] + np.arange(words, dtype=np.uint64)[None, :]).reshape(-1)
+        byte = np.repeat(byte, words)
+        lanes = np.repeat(lanes, words)
+    physical = (word * np.uint64(WARP) + lanes.astype(np.uint64)) * np.uint64(4) + byte
+    thread_ids = np.arange(n, dtype=np.int64) if threads is None else threads
+    expanded = np.repeat(thread_ids, words) if words > 1 else thread_ids
+    return physical, expanded, min(width, 4)
+
+
+class MemoryStats(Observer):
+    """Counts every warp-level request of a kernel, exactly, per instruction (see docs/metrics.md).
+
+    bank_bytes: 4 (sm_5x and newer) or 8 (Kepler's 8-byte bank mode). capture_shared keeps, for the
+    first CTA, the first request of each warp at each shared-memory instruction (for heat maps).
+    """
+
+    def __init__(self, bank_bytes: int = 4, *, capture_shared: bool = False):
+        if bank_bytes not in (4, 8):
+            raise ValueError(f"bank_bytes must be 4 or 8, not {bank_bytes}")
+        self.bank_bytes = bank_bytes
+        self.capture_shared = capture_shared
+        self.program: Optional[ir.Program] = None
+        self.launches = 0
+        self.grid = self.block = None
+
+    # ---- setup ----
+    def begin_launch(self, launch) -> None:
+        program = launch.program
+        if self.program is None:
+            self._bind(program)
+        elif program is not self.program:
+            raise ValueError("a MemoryStats counts one kernel; attach a new one for another kernel")
+        self.launches += 1
+        self.grid, self.block = tuple(launch.grid), tuple(launch.block)
+
+    def _bind(self, program: ir.Program) -> None:
+        self.program = program
+        n = len(program.instrs)
+        self.warp_count = [0] * n
+        self.lane_count = [0] * n
+        self.divergent = [0] * n
+        self.access: Dict[Tuple[int, str], List[int]] = {}
+        self.widths: Dict[int, int] = {}
+        self.shared_samples: Dict[int, Dict[int, Tuple[np.ndarray, np.ndarray, int]]] = {}
+        self._declared = []
+        for instr in program.instrs:
+            space = instr.decoded.get("space", "") if instr.decoded is not None else ""
+            space = space or ""
+            self._declared.append("constant" if space.startswith("const") else
+                                  "param" if space.startswith("param") else None)
+
+    # ---- events ----
+    def step(self, batch, instr, sel, warps: int, lanes: int) -> None:
+        pc = instr.pc
+        self.warp_count[pc] += warps
+        self.lane_count[pc] += lanes
+
+    def branch(self, batch, instr, sel, taken: int, lanes: int) -> None:
+        if not 0 < taken < lanes or instr.guard is None:
+            return
+        reg, negated = instr.guard
+        values = batch.regs[reg.index][sel]
+        if negated:
+            values = ~values
+        if sel is ALL:
+            per_warp = values.reshape(-1, WARP).sum(axis=1)
+            lanes_in_warp = np.full(len(per_warp), WARP)
+        else:
+            starts = _warp_starts(sel)
+            per_warp = np.add.reduceat(values.astype(np.int64), starts)
+            lanes_in_warp = np.diff(np.append(starts, len(sel)))
+        self.divergent[instr.pc] += int(np.count_nonzero((per_warp > 0) & (per_warp < lanes_in_warp)))
+
+    def memory(self, batch, instr, op: str, space: str, addresses, threads, width: int) -> None:
+        pc = instr.pc
+        self.widths[pc] = width
+        declared = self._declared[pc]
+        addresses = np.asarray(addresses, dtype=np.uint64)
+        if declared is not None:
+            self._count(batch, pc, declared, op, addresses, threads, width)
+        elif space != "generic":
+            self._count(batch, pc, space, op, addresses, threads, width)
+        else:
+            self._count_generic(batch, pc, op, addresses, threads, width)
+
+    def _count_generic(self, batch, pc, op, addresses, threads, width) -> None:
+        in_shared = (addresses >= np.uint64(SHARED_WINDOW)) & (addresses < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
+        in_local = (addresses >= np.uint64(LOCAL_WINDOW)) & (addresses < np.uint64(LOCAL_WINDOW + WINDOW_SIZE))
+        all_threads = np.arange(len(addresses), dtype=np.int64) if threads is None else threads
+        for space, mask, base in (("shared", in_shared, SHARED_WINDOW), ("local", in_local, LOCAL_WINDOW),
+                                  ("global", ~(in_shared | in_local), 0)):
+            if mask.all():
+                self._count(batch, pc, space, op, addresses - np.uint64(base), threads, width)
+                return
+            if mask.any():
+                self._count(batch, pc, space, op, addresses[mask] - np.uint64(base), all_threads[mask], width)
+
+    def _slot(self, pc: int, kind: str) -> List[int]:
+        slot = self.access.get((pc, kind))
+        if slot is None:
+            slot = self.access[(pc, kind)] = [0, 0, 0, 0, 0, 0]
+        return slot
+
+    def _count(self, batch, pc, space, op, addresses, threads, width) -> None:
+        memory = batch.memory
+        n = len(addresses)
+        if n == 0:
+            return
+        if space == "constant":
+            warps, distinct = memory.distinct_addresses(addresses, threads)
+            slot = self._slot(pc, "constant_load")
+            slot[REQUESTS] += len(warps)
+            slot[TRANSACTIONS] += int(distinct.sum())
+            slot[IDEAL] += len(warps)
+            slot[BYTES] += n * width
+            return
+        if space == "param":
+            slot = self._slot(pc, "param_load")
+            slot[REQUESTS] += len(_lanes_per_warp(threads, n))
+            slot[BYTES] += n * width
+            return
+        kind = f"{space}_{_OP_SUFFIX[op]}"
+        if kind not in KINDS:
+            return
+        slot = self._slot(pc, kind)
+        if space == "shared":
+            warps, wavefronts = memory.shared_wavefronts(addresses, threads, width, self.bank_bytes)
+            shift = _phase_shift(width, self.bank_bytes)
+            phases = n >> shift if threads is None else len(_run_starts(threads >> shift))
+            slot[TRANSACTIONS] += int(wavefronts.sum())
+            slot[IDEAL] += phases
+            if self.capture_shared and batch.cta_start == 0:
+                self._capture(pc, addresses, threads, width, batch.tpc_pad)
+        else:
+            if space == "local":
+                counted, counted_threads, counted_width = interleaved_local(addresses, threads, width)
+            else:
+                counted, counted_threads, counted_width = addresses, threads, width
+            warps, sectors = memory.global_sectors(counted, counted_threads, counted_width)
+            slot[TRANSACTIONS] += int(sectors.sum())
+            lanes = _lanes_per_warp(threads, n)
+            slot[IDEAL] += int(((lanes * width + SECTOR - 1) // SECTOR).sum())
+        slot[REQUESTS] += len(warps)
+        slot[BYTES] += n * width
+        if op == "atomic":
+            _, same = memory.max_same_address(addresses, threads)
+            slot[CONTENTION] += int(same.sum())
+            slot[MAX_CONTENTION] = max(slot[MAX_CONTENTION], int(same.max()))
+
+    def _capture(self, pc, addresses, threads, width, tpc_pad) -> None:
+        samples = self.shared_samples.setdefault(pc, {})
+        if len(samples) * WARP >= tpc_pad:
+            return
+        thread_ids = np.arange(len(addresses), dtype=np.int64) if threads is None else threads
+        inside = thread_ids < tpc_pad
+        thread_ids, addresses = thread_ids[inside], addresses[inside]
+        if len(thread_ids) == 0:
+            return
+        starts = _warp_starts(thread_ids)
+        ends = np.append(starts[1:], len(thread_ids))
+        for start, end in zip(starts, ends):
+            warp = int(thread_ids[start]) >> 5
+            if warp not in samples:
+                samples[warp] = ((thread_ids[start:end] & _LANE_IN_WARP).copy(), addresses[start:end].copy(), width)
+
+    # ---- results ----
+    def instruction_counters(self, pcs) -> Dict[str, object]:
+        """The counters of a set of instructions (a line, a function, the whole kernel) under ncu/nvprof names."""
+        pcs = list(pcs)
+        instrs = self.program.instrs
+        result: Dict[str, object] = {}
+        warps = sum(self.warp_count[pc] for pc in pcs)
+        lanes = sum(self.lane_count[pc] for pc in pcs)
+        branch_pcs = [pc for pc in pcs if instrs[pc].control == ir.BRANCH]
+        branches = sum(self.warp_count[pc] for pc in branch_pcs)
+        divergent = sum(self.divergent[pc] for pc in branch_pcs)
+        barriers = sum(self.warp_count[pc] for pc in pcs if instrs[pc].control == ir.BARRIER)
+        result["warp_instructions"] = warps
+        result["thread_instructions"] = lanes
+        result["warp_execution_efficiency"] = _ratio(lanes, warps * WARP, 100.0)
+        result["branches"] = branches
+        result["divergent_branches"] = divergent
+        result["branch_efficiency"] = _ratio(branches - divergent, branches, 100.0)
+        result["barriers"] = barriers
+        wanted = set(pcs)
+        totals = {kind: [0] * 6 for kind in KINDS}
+        for (pc, kind), slot in self.access.items():
+            if pc in wanted:
+                total = totals[kind]
+                for index in range(MAX_CONTENTION):
+                    total[index] += slot[index]
+                total[MAX_CONTENTION] = max(total[MAX_CONTENTION], slot[MAX_CONTENTION])
+        for kind in KINDS:
+            result.update(_kind_counters(kind, totals[kind]))
+        return result
+
+    def kernel_counters(self) -> Dict[str, object]:
+        """Whole-kernel counters (every launch this observer saw)."""
+        counters = self.instruction_counters(range(len(self.program.instrs)))
+        counters["bank_mode"] = self.bank_bytes
+        return counters
+
+    def kinds_of(self, pcs) -> List[str]:
+        """The access kinds these instructions made, in table order."""
+        wanted = set(pcs)
+        present = {kind for (pc, kind) in self.access if pc in wanted}
+        return [kind for kind in KINDS if kind in present]
+
+    def lines(self) -> Dict[int, List[int]]:
+        """PTX line → the pcs on it (every instruction of the kernel and the functions it calls)."""
+        by_line: Dict[int, List[int]] = {}
+        for instr in self.program.instrs:
+            by_line.setdefault(instr.line, []).append(instr.pc)
+        return by_line
+
+    def line_counters(self) -> Dict[int, Dict[str, object]]:
+        """Per PTX line: executions, lanes, and the counters of the access kinds the line made."""
+        result = {}
+        instrs = self.program.instrs
+        for line, pcs in sorted(self.lines().items()):
+            counters = self.instruction_counters(pcs)
+            entry = {"ptx": " ".join(instrs[pc].text for pc in pcs),
+                     "warp_instructions": counters["warp_instructions"],
+                     "thread_instructions": counters["thread_instructions"],
+                     "warp_execution_efficiency": counters["warp_execution_efficiency"]}
+            source = instrs[pcs[0]].source
+            if source is not None:
+                entry["source"] = f"{source[0]}:{source[1]}"
+            if any(instrs[pc].control == ir.BRANCH for pc in pcs):
+                for key in ("branches", "divergent_branches", "branch_efficiency"):
+                    entry[key] = counters[key]
+            if any(instrs[pc].control == ir.BARRIER for pc in pcs):
+                entry["barriers"] = counters["barriers"]
+            for kind in self.kinds_of(pcs):
+                entry.update(_kind_counters(kind, self._totals(pcs, kind)))
+            result[line] = entry
+        return result
+
+    def _totals(self, pcs, kind: str) -> List[int]:
+        total = [0] * 6
+        for pc in pcs:
+            slot = self.access.get((pc, kind))
+            if slot is not None:
+                for index in range(MAX_CONTENTION):
+                    total[index] += slot[index]
+                total[MAX_CONTENTION] = max(total[MAX_CONTENTION], slot[MAX_CONTENTION])
+        return total
+
+    def excess(self, pcs) -> int:
+        """Transactions beyond the ideal for these instructions: bank conflicts, extra sectors,
+        constant-cache serialisation (what the profile ranks its worst lines by)."""
+        total = 0
+        for pc in pcs:
+            for kind in KINDS:
+                slot = self.access.get((pc, kind))
+                if slot is not None:
+                    total += max(slot[TRANSACTIONS] - slot[IDEAL], 0)
+        return total
+
+
+def _kind_counters(kind: str, slot: List[int]) -> Dict[str, object]:
+    requests, transactions, ideal, requested, contention, max_contention = slot
+    space, _, op = kind.partition("_")
+    result: Dict[str, object] = {f"{kind}_requests": requests}
+    if kind == "param_load":
+        return result
+    if space == "shared" or space == "constant":
+        result[f"{kind}_transactions"] = transactions
+        result[f"{kind}_transactions_per_request"] = _ratio(transactions, requests)
+        if space == "shared":
+            result[f"{kind}_bank_conflicts"] = transactions - ideal
+    else:
+        result[f"{kind}_sectors"] = transactions
+        result[f"{kind}_sectors_per_request"] = _ratio(transactions, requests)
+        if kind in _EFFICIENCY_NAMES:
+            result[_EFFICIENCY_NAMES[kind]] = _ratio(requested, transactions * SECTOR, 100.0)
+    if op == "atomic":
+        result[f"{kind}_contention"] = _ratio(contention, requests)
+        result[f"{kind}_max_contention"] = max_contention
+    return result
+
+
+def _number(value, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return f"{value:,}"
+
+
+def format_table(counters: Dict[str, object], title: str) -> str:
+    """The compact `--stats` table: one row per access kind that happened, then instruction counters."""
+    rows = [("", "requests", "transactions", "per request", "conflicts", "efficiency", "contention")]
+    for kind in KINDS:
+        requests = counters.get(f"{kind}_requests", 0)
+        if not requests:
+            continue
+        if kind == "param_load":
+            rows.append((_TABLE_LABELS[kind], _number(requests), "-", "-", "-", "-", "-"))
+            continue
+        unit = "transactions" if kind.startswith(("shared", "constant")) else "sectors"
+        efficiency = counters.get(_EFFICIENCY_NAMES.get(kind, ""), None)
+        contention = counters.get(f"{kind}_contention")
+        rows.append((_TABLE_LABELS[kind], _number(requests), _number(counters[f"{kind}_{unit}"]),
+                     _number(counters[f"{kind}_{unit}_per_request"]),
+                     _number(counters.get(f"{kind}_bank_conflicts")),
+                     "-" if efficiency is None else f"{efficiency:.1f}%",
+                     "-" if contention is None else f"{contention:.2f} (max {counters[f'{kind}_max_contention']})"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [title]
+    if len(rows) > 1:
+        for row in rows:
+            lines.append("  " + row[0].ljust(widths[0]) + "".join(
+                "  " + cell.rjust(width) for cell, width in zip(row[1:], widths[1:])))
+        lines.append("  (shared/constant: transactions = wavefronts / distinct addresses; "
+                     "global/local: 32-byte sectors)")
+    else:
+        lines.append("  no memory requests")
+    efficiency = counters["warp_execution_efficiency"]
+    branch_efficiency = counters["branch_efficiency"]
+    lines.append(f"  instructions: {counters['warp_instructions']:,} warp, {counters['thread_instructions']:,} "
+                 f"thread; warp execution efficiency "
+                 f"{'-' if efficiency is None else f'{efficiency:.1f}%'}")
+    lines.append(f"  branches: {counters['branches']:,} ({counters['divergent_branches']:,} divergent, efficiency "
+                 f"{'-' if branch_efficiency is None else f'{branch_efficiency:.1f}%'}); "
+                 f"barriers: {counters['barriers']:,}")
+    return "\n".join(lines)
+
+
+def launch_title(name: str, grid, block, bank_bytes: int) -> str:
+    grid_text = ",".join(str(v) for v in grid)
+    block_text = ",".join(str(v) for v in block)
+    return f"gpuemu stats: {name}  grid ({grid_text})  block ({block_text})  {bank_bytes}-byte banks"
+
+
+# ---- the `gpuemu run` feature ----
+
+def add_run_arguments(parser) -> None:
+    parser.add_argument("--stats", action="store_true",
+                        help="count requests, wavefronts, sectors, atomics and divergence exactly and print "
+                             "a table (and put the counters into --json)")
+    parser.add_argument("--bank-mode", type=int, choices=(4, 8), default=None,
+                        help="shared-memory bank width in bytes: 4 (sm_5x and newer, default) or 8 "
+                             "(Kepler's 8-byte mode); implies --stats")
+
+
+def observer_for(options, module, kernel) -> Optional[MemoryStats]:
+    if not (getattr(options, "stats", False) or getattr(options, "bank_mode", None)):
+        return None
+    return MemoryStats(options.bank_mode or 4)
+
+
+def after_run(options, observer: MemoryStats, stats, report) -> None:
+    from .launch import plain_name
+    counters = observer.kernel_counters()
+    report.update(counters)
+    report["lines"] = {str(line): entry for line, entry in observer.line_counters().items()}
+    sys.stdout.flush()
+    print(format_table(counters, launch_title(plain_name(stats.kernel), stats.grid, stats.block,
+                                              observer.bank_bytes)))

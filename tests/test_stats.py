@@ -1,0 +1,362 @@
+"""--stats counters: each counting rule on hand-made access patterns, the seed's transposes against the H100,
+and every example whose PTX memory instructions map one-to-one onto SASS against Nsight Compute on the H100."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import emulator
+from emulator.launch import Device
+from emulator.memory import c_core_available
+from emulator.spec import read_launches
+from emulator.stats import MemoryStats
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+FULL = 0xFFFFFFFF
+
+# One kernel: thread t computes offset = t * stride + offset and, where bit (t % 32) of mask is set,
+# makes the ACCESS below (shared, global, constant, local or generic address registers are all ready).
+PATTERN_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.shared .align 16 .b8 smem[20480];
+.const .align 16 .b8 cmem[8192];
+
+.visible .entry access(.param .u64 out, .param .u32 stride, .param .u32 offset, .param .u32 mask)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<20>;
+	.reg .b64 %rd<12>;
+	.local .align 16 .b8 depot[512];
+	mov.u32 %r1, %tid.x;
+	ld.param.u32 %r2, [stride];
+	ld.param.u32 %r3, [offset];
+	ld.param.u32 %r4, [mask];
+	and.b32 %r5, %r1, 31;
+	shr.u32 %r6, %r4, %r5;
+	and.b32 %r7, %r6, 1;
+	setp.eq.u32 %p1, %r7, 0;
+	mad.lo.s32 %r8, %r1, %r2, %r3;
+	cvt.u64.u32 %rd3, %r8;
+	mov.u32 %r9, smem;
+	add.u32 %r10, %r9, %r8;
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd2, %rd1;
+	add.s64 %rd4, %rd2, %rd3;
+	mov.u64 %rd5, cmem;
+	add.s64 %rd6, %rd5, %rd3;
+	mov.u64 %rd7, depot;
+	add.s64 %rd8, %rd7, %rd3;
+	mov.u64 %rd9, smem;
+	cvta.shared.u64 %rd10, %rd9;
+	add.s64 %rd11, %rd10, %rd3;
+	@!%p1 ACCESS
+	ret;
+}
+"""
+
+SHARED_LD = "ld.shared.u32 %r11, [%r10];"
+SHARED_V2 = "ld.shared.v2.u32 {%r11, %r12}, [%r10];"
+SHARED_V4 = "ld.shared.v4.u32 {%r11, %r12, %r13, %r14}, [%r10];"
+
+
+def counters(access, *, stride=4, offset=0, mask=FULL, block=32, bank_bytes=4, backend="auto"):
+    module = emulator.load(PATTERN_PTX.replace("ACCESS", access), device=Device(backend=backend))
+    stats = MemoryStats(bank_bytes)
+    args = [np.zeros(1 << 16, np.uint8), np.uint32(stride), np.uint32(offset), np.uint32(mask)]
+    module.kernel("access").launch(1, block, args, observer=stats)
+    return stats.kernel_counters()
+
+
+def shared(kind, result):
+    return (result[f"shared_{kind}_requests"], result[f"shared_{kind}_transactions"],
+            result[f"shared_{kind}_bank_conflicts"])
+
+
+# ---- shared memory: 32 banks of 4 bytes, broadcast, phases for 8/16-byte accesses ----
+
+@pytest.mark.parametrize("access, stride, mask, block, want", [
+    (SHARED_LD, 4, FULL, 32, (1, 1, 0)),            # stride 1 word: every lane its own bank
+    (SHARED_LD, 8, FULL, 32, (1, 2, 1)),            # stride 2 words: two words per bank
+    (SHARED_LD, 128, FULL, 32, (1, 32, 31)),        # stride 32 words: all lanes in one bank
+    (SHARED_LD, 132, FULL, 32, (1, 1, 0)),          # stride 33 words: the padded column
+    (SHARED_LD, 0, FULL, 32, (1, 1, 0)),            # one word: broadcast
+    (SHARED_LD, 64, FULL, 32, (1, 16, 15)),         # stride 16 words: 16 words in bank 0, 16 in bank 16
+    (SHARED_V2, 8, FULL, 32, (1, 2, 0)),            # 8-byte lanes: two half-warp phases of 128 bytes
+    (SHARED_V2, 16, FULL, 32, (1, 4, 2)),           # 8 bytes every 16: each phase spans 256 bytes
+    (SHARED_V4, 16, FULL, 32, (1, 4, 0)),           # 16-byte lanes: four quarter-warp phases
+    (SHARED_V4, 32, FULL, 32, (1, 8, 4)),           # 16 bytes every 32: each phase spans 256 bytes
+    (SHARED_LD, 4, FULL, 48, (2, 2, 0)),            # partial warp: 16 lanes still make a request
+    (SHARED_LD, 8, 0x55555555, 32, (1, 2, 1)),      # even lanes only: words 0,4,..,60 fill 8 banks twice
+    (SHARED_LD, 128, 0x0000000F, 32, (1, 4, 3)),    # four active lanes in one bank
+    (SHARED_V2, 8, 0x0000FFFF, 32, (1, 1, 0)),      # only the first phase has lanes
+    (SHARED_LD, 4, 0, 32, (0, 0, 0)),               # no active lane: no request
+])
+def test_shared_load_wavefronts_and_conflicts(access, stride, mask, block, want):
+    assert shared("load", counters(access, stride=stride, mask=mask, block=block)) == want
+
+
+def test_shared_stores_follow_the_same_bank_rules():
+    assert shared("store", counters("st.shared.u32 [%r10], %r1;", stride=128)) == (1, 32, 31)
+    assert shared("store", counters("st.shared.u32 [%r10], %r1;", stride=132)) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("stride, want", [
+    (4, (1, 1, 0)),        # two lanes per 8-byte word, 16 banks
+    (8, (1, 1, 0)),        # one 8-byte word per bank
+    (128, (1, 16, 15)),    # 8-byte words 16k: banks 0 and 16, sixteen words each
+    (256, (1, 32, 31)),    # 8-byte words 32k: all in bank 0
+])
+def test_kepler_eight_byte_bank_mode(stride, want):
+    assert shared("load", counters(SHARED_LD, stride=stride, bank_bytes=8)) == want
+
+
+def test_generic_accesses_count_in_the_space_they_resolve_to():
+    result = counters("ld.u32 %r11, [%rd11];", stride=128)
+    assert shared("load", result) == (1, 32, 31)
+    assert result["global_load_requests"] == 0
+
+
+def test_shared_atomics_on_one_word_take_one_wavefront_and_report_full_contention():
+    # Return32One on the H100: 64 threads on one word, 2 requests, 2 wavefronts (ncu.json).
+    result = counters("atom.shared.add.u32 %r11, [%r10], 1;", stride=0)
+    assert shared("atomic", result) == (1, 1, 0)
+    assert result["shared_atomic_contention"] == 32 and result["shared_atomic_max_contention"] == 32
+    spread = counters("atom.shared.add.u32 %r11, [%r10], 1;", stride=4)
+    assert shared("atomic", spread) == (1, 1, 0) and spread["shared_atomic_max_contention"] == 1
+
+
+# ---- global memory: 32-byte sectors, bytes requested / bytes moved ----
+
+@pytest.mark.parametrize("access, stride, offset, mask, block, want", [
+    ("ld.global.u32 %r11, [%rd4];", 4, 0, FULL, 32, (1, 4, 100.0)),
+    ("ld.global.u32 %r11, [%rd4];", 4, 4, FULL, 32, (1, 5, 80.0)),      # misaligned by one word: 5 sectors
+    ("ld.global.u32 %r11, [%rd4];", 128, 0, FULL, 64, (2, 64, 12.5)),   # hardware-facts.md: 2 requests, 64 sectors
+    ("ld.global.u8 %r15, [%rd4];", 1, 0, FULL, 32, (1, 1, 100.0)),
+    ("ld.global.u8 %r15, [%rd4];", 1, 16, FULL, 32, (1, 2, 50.0)),      # 32 bytes straddling two sectors
+    ("ld.global.u64 %rd11, [%rd4];", 8, 0, FULL, 32, (1, 8, 100.0)),
+    ("ld.global.v4.u32 {%r11, %r12, %r13, %r14}, [%rd4];", 16, 0, FULL, 32, (1, 16, 100.0)),
+    ("ld.global.u32 %r11, [%rd4];", 0, 0, FULL, 32, (1, 1, 400.0)),     # broadcast: 128 bytes asked, 32 moved
+    ("ld.global.u32 %r11, [%rd4];", 4, 0, 0x000000FF, 32, (1, 1, 100.0)),
+    ("ld.global.u32 %r11, [%rd4];", 4, 0, FULL, 48, (2, 6, 100.0)),
+])
+def test_global_load_sectors_and_efficiency(access, stride, offset, mask, block, want):
+    result = counters(access, stride=stride, offset=offset, mask=mask, block=block)
+    assert (result["global_load_requests"], result["global_load_sectors"], result["gld_efficiency"]) == want
+
+
+def test_global_stores_and_atomics():
+    store = counters("st.global.u32 [%rd4], %r1;", stride=4)
+    assert (store["global_store_requests"], store["global_store_sectors"], store["gst_efficiency"]) == (1, 4, 100.0)
+    atomic = counters("atom.global.add.u32 %r11, [%rd4], 1;", stride=0)
+    assert (atomic["global_atomic_requests"], atomic["global_atomic_sectors"]) == (1, 1)
+    assert atomic["global_atomic_contention"] == 32
+    reduction = counters("red.global.add.u32 [%rd4], 1;", stride=4)
+    assert (reduction["global_atomic_requests"], reduction["global_atomic_sectors"]) == (1, 4)
+
+
+# ---- local, constant, parameters ----
+
+def test_local_memory_interleaves_lanes_by_32_bit_word():
+    # Consecutive lanes own consecutive words (CUDA programming guide); the localarray example confirms
+    # it against the H100 below. A 64-bit access touches two words 128 bytes apart.
+    word = counters("ld.local.u32 %r11, [%rd8];", stride=0)
+    assert (word["local_load_requests"], word["local_load_sectors"]) == (1, 4)
+    double = counters("ld.local.u64 %rd11, [%rd8];", stride=0)
+    assert (double["local_load_requests"], double["local_load_sectors"]) == (1, 8)
+    store = counters("st.local.u32 [%rd8], %r1;", stride=0, mask=0x0000FFFF)
+    assert (store["local_store_requests"], store["local_store_sectors"]) == (1, 2)
+
+
+def test_constant_loads_serialise_over_distinct_addresses():
+    same = counters("ld.const.u32 %r11, [%rd6];", stride=0)
+    assert (same["constant_load_requests"], same["constant_load_transactions"]) == (1, 1)
+    spread = counters("ld.const.u32 %r11, [%rd6];", stride=4)
+    assert (spread["constant_load_requests"], spread["constant_load_transactions"]) == (1, 32)
+    assert spread["global_load_requests"] == 0
+
+
+def test_parameter_reads_are_constant_bank_reads_not_global_requests():
+    result = counters("ld.global.u32 %r11, [%rd4];")
+    assert result["param_load_requests"] == 4 and result["global_load_requests"] == 1
+
+
+# ---- instructions, divergence, barriers ----
+
+DIVERGE_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry diverge()
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<4>;
+	mov.u32 %r1, %tid.x;
+	and.b32 %r2, %r1, 31;
+	setp.lt.u32 %p1, %r2, 16;
+	@%p1 bra SKIP;
+	add.u32 %r3, %r1, 1;
+SKIP:
+	bar.sync 0;
+	ret;
+}
+"""
+
+
+def test_divergent_branches_and_warp_execution_efficiency():
+    stats = MemoryStats()
+    emulator.load(DIVERGE_PTX).kernel("diverge").launch(1, 64, [], observer=stats)
+    result = stats.kernel_counters()
+    # per warp: mov, and, setp, bra, bar, ret with 32 lanes and add with 16 (lanes 16..31)
+    assert result["warp_instructions"] == 2 * 7
+    assert result["thread_instructions"] == 2 * (6 * 32 + 16)
+    assert result["warp_execution_efficiency"] == pytest.approx(100 * 208 / 224)
+    assert (result["branches"], result["divergent_branches"], result["branch_efficiency"]) == (2, 2, 0.0)
+    assert result["barriers"] == 2
+
+
+def test_partial_warps_lower_warp_execution_efficiency():
+    result = counters(SHARED_LD, block=48)
+    assert result["warp_execution_efficiency"] == pytest.approx(75.0)
+
+
+@pytest.mark.skipif(not c_core_available(), reason="the C memory core is not built")
+def test_both_memory_backends_count_the_same():
+    for access, stride in ((SHARED_V2, 16), ("ld.global.u32 %r11, [%rd4];", 36), ("ld.local.u64 %rd11, [%rd8];", 8),
+                           ("atom.shared.add.u32 %r11, [%r10], 1;", 0), ("ld.const.u32 %r11, [%rd6];", 8)):
+        assert counters(access, stride=stride, block=48, backend="c") == \
+            counters(access, stride=stride, block=48, backend="numpy")
+
+
+# ---- the examples against the H100 ----
+
+NCU_NAMES = {
+    "shared_load_requests": "smsp__sass_inst_executed_op_shared_ld.sum",
+    "shared_load_transactions": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "shared_load_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "shared_store_requests": "smsp__sass_inst_executed_op_shared_st.sum",
+    "shared_store_transactions": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "shared_store_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "shared_atomic_requests": "smsp__sass_inst_executed_op_shared_atom.sum",
+    "shared_atomic_transactions": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum",
+    "shared_atomic_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum",
+    "global_load_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "global_store_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "global_store_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "local_load_requests": "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum",
+    "local_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "local_store_requests": "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum",
+    "local_store_sectors": "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+}
+# Where ptxas changed the PTX memory instructions, the H100's counts are not the PTX's: say which.
+SASS_DIFFERS = {
+    ("matmul", "matmul"): {
+        # 32 ld.shared.f32 per tile became 16 LDS + 4 LDS.128 (matmul.sm_90.sass): fewer, wider requests.
+        "shared_load_requests": 256 * 8 * 16 * 32,
+        "shared_load_transactions": None,
+        "shared_load_bank_conflicts": None,
+    },
+}
+NCU_LAUNCHES = sorted((path.parts[-4], path.parts[-2]) for path in EXAMPLES.glob("*/expected/*/ncu.json"))
+
+
+def _launch(example: str, name: str) -> MemoryStats:
+    spec = next(s for s in read_launches(EXAMPLES / example / "launches.json") if s.name == name)
+    module = emulator.load(spec.ptx)
+    for symbol, value in spec.constants().items():
+        module.set_symbol(symbol, value)
+    stats = MemoryStats()
+    module.kernel(spec.kernel).launch(spec.grid, spec.block, spec.arguments(), spec.shared, observer=stats)
+    return stats
+
+
+@pytest.mark.parametrize("example, name", NCU_LAUNCHES, ids=[f"{e}/{n}" for e, n in NCU_LAUNCHES])
+def test_counters_match_nsight_compute_on_the_h100(example, name):
+    ncu = json.loads((EXAMPLES / example / "expected" / name / "ncu.json").read_text())
+    result = _launch(example, name).kernel_counters()
+    differs = SASS_DIFFERS.get((example, name), {})
+    for ours, theirs in NCU_NAMES.items():
+        if ours in differs:
+            if differs[ours] is not None:
+                assert result[ours] == differs[ours], ours
+            continue
+        assert result[ours] == ncu[theirs], f"{ours}: gpuemu {result[ours]}, H100 {ncu[theirs]}"
+    atomics = ncu["l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"] + \
+        ncu["l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"]
+    atomic_sectors = ncu["l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum"] + \
+        ncu["l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum"]
+    assert (result["global_atomic_requests"], result["global_atomic_sectors"]) == (atomics, atomic_sectors)
+
+
+TRANSPOSES = {  # hardware-facts.md: ld requests, ld wavefronts, st requests, st wavefronts, ld/st conflicts
+    "setRowReadRow": (32, 32, 32, 32, 0, 0),
+    "setColReadCol": (32, 1024, 32, 1024, 992, 992),
+    "setRowReadCol": (32, 1024, 32, 32, 992, 0),
+    "setRowReadColDyn": (32, 1024, 32, 32, 992, 0),
+    "setRowReadColIpad": (32, 32, 32, 32, 0, 0),
+    "setRowReadColDynIpad": (32, 32, 32, 32, 0, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRANSPOSES))
+def test_seed_transposes_match_hardware_facts(name):
+    result = _launch("transpose", name).kernel_counters()
+    got = tuple(result[key] for key in ("shared_load_requests", "shared_load_transactions", "shared_store_requests",
+                                        "shared_store_transactions", "shared_load_bank_conflicts",
+                                        "shared_store_bank_conflicts"))
+    assert got == TRANSPOSES[name]
+    assert (result["global_store_requests"], result["global_store_sectors"]) == (32, 128)
+
+
+def test_per_line_counters_sum_to_the_kernel_and_name_the_cuda_line():
+    stats = _launch("transpose", "setRowReadCol")
+    lines = stats.line_counters()
+    loads = [entry for entry in lines.values() if entry.get("shared_load_requests")]
+    assert len(loads) == 1
+    assert loads[0]["shared_load_transactions_per_request"] == 32.0 and loads[0]["source"] == "transpose.cu:33"
+    assert sum(entry["warp_instructions"] for entry in lines.values()) == stats.kernel_counters()["warp_instructions"]
+
+
+# ---- the command line ----
+
+def gpuemu(*args):
+    return subprocess.run([sys.executable, "-m", "emulator", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+def test_run_stats_prints_a_table_and_fills_the_json(tmp_path):
+    report = tmp_path / "stats.json"
+    result = gpuemu("run", EXAMPLES / "transpose" / "transpose.ptx", "--kernel", "setRowReadCol", "--grid", "1",
+                    "--block", "32,32", "--arg", "zeros:i32:1024", "--stats", "--json", report)
+    assert result.returncode == 0, result.stderr
+    shared_load = next(line for line in result.stdout.splitlines() if line.strip().startswith("shared load"))
+    assert shared_load.split()[2:6] == ["32", "1,024", "32.00", "992"]
+    data = json.loads(report.read_text())
+    assert (data["shared_load_requests"], data["shared_load_transactions"], data["shared_load_bank_conflicts"],
+            data["shared_load_transactions_per_request"]) == (32, 1024, 992, 32.0)
+    assert (data["global_store_requests"], data["global_store_sectors"], data["gst_efficiency"]) == (32, 128, 100.0)
+    assert any(entry.get("shared_load_bank_conflicts") == 992 for entry in data["lines"].values())
+
+
+def test_bank_mode_8_halves_the_column_read_conflicts(tmp_path):
+    report = tmp_path / "stats.json"
+    result = gpuemu("run", EXAMPLES / "transpose" / "transpose.ptx", "--kernel", "setRowReadCol", "--grid", "1",
+                    "--block", "32,32", "--arg", "zeros:i32:1024", "--bank-mode", "8", "--json", report)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(report.read_text())
+    # column j of tile[32][32] in 8-byte banks: words 16*i + j/2 fall into two banks, 16 words each
+    assert (data["bank_mode"], data["shared_load_transactions"], data["shared_store_transactions"]) == (8, 512, 32)
+
+
+def test_bad_bank_mode_is_one_line_with_status_2():
+    result = gpuemu("run", EXAMPLES / "transpose" / "transpose.ptx", "--kernel", "setRowReadCol", "--grid", "1",
+                    "--block", "32,32", "--arg", "zeros:i32:1024", "--bank-mode", "3")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "--bank-mode" in result.stderr and "Traceback" not in result.stderr
