@@ -1,0 +1,1 @@
+"""The step debugger behind `gpuemu debug`: expressions, record/replay, the paused launch and the commands."""

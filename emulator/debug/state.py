@@ -1,0 +1,247 @@
+"""What the paused machine looks like: memory of every space, thread pcs and states, registers by PTX name."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from isa.types import TYPES
+
+from .. import ir
+from ..executors import ALL
+from ..launch import plain_name
+from ..lower import SPECIAL_REGISTERS
+from ..machine import AT_BARRIER, EXITED, INF, RUNNING
+from ..memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from .expr import DebugError
+
+SPACES = ("global", "shared", "local", "const", "param", "generic")
+#: bytes of code per instruction in the addresses the debugger shows (as compute-sanitizer's `kernel+0x…`)
+INSTRUCTION_BYTES = 16
+
+
+def code_address(pc: int) -> int:
+    return pc * INSTRUCTION_BYTES
+
+
+def resolve_generic(address: int) -> Tuple[str, int]:
+    """(space, address within it) of a generic address."""
+    if SHARED_WINDOW <= address < SHARED_WINDOW + WINDOW_SIZE:
+        return "shared", address - SHARED_WINDOW
+    if LOCAL_WINDOW <= address < LOCAL_WINDOW + WINDOW_SIZE:
+        return "local", address - LOCAL_WINDOW
+    return "global", address
+
+
+def read_space(batch, space: str, address: int, nbytes: int, cta: int, thread: int) -> np.ndarray:
+    """nbytes of a space as uint8 (shared: of batch CTA `cta`; local: of batch thread `thread`)."""
+    if space == "generic":
+        space, address = resolve_generic(address)
+    memory = batch.memory
+    launch = batch.launch
+    if space in ("global", "const", "param"):
+        base = {"global": 0, "const": launch.const_base, "param": launch.param_base}[space]
+        try:
+            return memory.read(base + address, nbytes)
+        except ValueError:
+            where = f"{address:#x}" if space == "global" else f"@{space} {address:#x}"
+            raise DebugError(f"Cannot access memory at address {where}") from None
+    try:
+        window = memory.shared_bytes(cta) if space == "shared" else memory.local_bytes(thread)
+    except IndexError:
+        raise DebugError(f"The {space} memory of that {'block' if space == 'shared' else 'thread'} is not "
+                         f"resident (it runs in another batch).") from None
+    if address < 0 or address + nbytes > window.size:
+        raise DebugError(f"Cannot access memory at address @{space} {address:#x} "
+                         f"(the {space} window holds {window.size} bytes)")
+    return window[address:address + nbytes].copy()
+
+
+def symbol_at(batch, space: str, address: int) -> Optional[str]:
+    """`name+offset` of the variable, parameter or allocation holding an address, as gdb labels memory."""
+    if space == "generic":
+        space, address = resolve_generic(address)
+    program = batch.program
+    if space == "param":
+        candidates = [(param.name, param.offset, param.size) for param in program.params]
+    else:
+        candidates = [(symbol.name, symbol.address, symbol.size) for symbol in program.symbols.values()
+                      if symbol.space == space]
+        if space == "global":
+            candidates += [(allocation.name or "allocation", allocation.address, allocation.size)
+                           for allocation in batch.memory.allocations()
+                           if not allocation.freed and allocation.kind == "global"]
+    for name, start, size in candidates:
+        if start <= address < start + max(size, 1):
+            return name if address == start else f"{name}+{address - start}"
+    return None
+
+
+class ThreadStates:
+    """Per-thread pc and state at the history cursor: records after the cursor say where a thread runs next."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def of(self, threads: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """(pc or -1, state: RUNNING / AT_BARRIER / EXITED) of each thread."""
+        engine = self.engine
+        batch = engine.batch
+        threads = np.asarray(threads, dtype=np.int64)
+        status = batch.status[threads].copy()
+        pcs = np.full(len(threads), -1, dtype=np.int64)
+        waiting = status == AT_BARRIER
+        pcs[waiting] = batch.resume_pc[threads[waiting]] - 1
+        running = status == RUNNING
+        unknown = running.copy()
+        history = engine.history
+        for index in range(history.cursor, len(history.records)):
+            if not unknown.any():
+                break
+            record = history.records[index]
+            if record.sel is ALL:
+                hit = unknown
+            else:
+                hit = unknown & np.isin(threads, record.sel)
+            pcs[hit] = record.pc
+            unknown &= ~hit
+        if unknown.any():
+            present = np.zeros(len(threads), dtype=bool)
+            paused_sel = engine.paused_sel
+            if paused_sel is ALL:
+                present[:] = True
+            elif paused_sel is not None:
+                present = np.isin(threads, paused_sel)
+            here = unknown & present
+            pcs[here] = engine.paused_pc
+            rest = unknown & ~present
+            rpc = batch.rpc[threads[rest]].astype(np.int64)
+            rpc[rpc == INF] = -1
+            pcs[rest] = rpc
+        return pcs, status
+
+
+def warp_masks(pcs: np.ndarray, status: np.ndarray, valid: np.ndarray):
+    """(active pc, active mask, divergent mask, state word) of one warp's 32 lanes."""
+    live = valid & (status != EXITED)
+    running = live & (status == RUNNING) & (pcs >= 0)
+    if running.any():
+        pc = int(pcs[running].min())
+        active = running & (pcs == pc)
+        state = "running"
+    elif (live & (status == AT_BARRIER)).any():
+        waiting = live & (status == AT_BARRIER)
+        pc = int(pcs[waiting].min())
+        active = waiting & (pcs == pc)
+        state = "at barrier"
+    else:
+        return None, 0, 0, "exited"
+    divergent = live & ~active
+    return pc, _mask(active), _mask(divergent), state
+
+
+def _mask(flags: np.ndarray) -> int:
+    return int(sum(1 << int(lane) for lane in np.flatnonzero(flags)))
+
+
+class Registers:
+    """PTX registers by name in each function (nvcc reuses names in nested blocks: the nearest use wins)."""
+
+    def __init__(self, program: ir.Program):
+        self.program = program
+        self.uses: Dict[str, Dict[str, List[Tuple[ir.RegInfo, List[int]]]]] = {}
+        for instr in program.instrs:
+            table = self.uses.setdefault(instr.function, {})
+            refs = list(_registers_in(instr.operands))
+            if instr.guard is not None:
+                refs.append(instr.guard[0])
+            for reg in refs:
+                entries = table.setdefault(reg.name, [])
+                for known, pcs in entries:
+                    if known.index == reg.index:
+                        pcs.append(instr.pc)
+                        break
+                else:
+                    entries.append((reg, [instr.pc]))
+        self.by_name: Dict[str, ir.RegInfo] = {}
+        for reg in program.registers:
+            self.by_name.setdefault(reg.name, reg)
+
+    def lookup(self, name: str, function: str, pc: int) -> ir.RegInfo:
+        entries = self.uses.get(function, {}).get(name)
+        if entries:
+            if len(entries) == 1:
+                return entries[0][0]
+            return min(entries, key=lambda entry: min(abs(p - pc) for p in entry[1]))[0]
+        if name in self.by_name:
+            return self.by_name[name]
+        raise DebugError(f"No register {name} in {plain_name(function)}.")
+
+    def of_function(self, function: str) -> List[ir.RegInfo]:
+        seen = {}
+        for entries in self.uses.get(function, {}).values():
+            for reg, _ in entries:
+                seen[reg.index] = reg
+        return [seen[index] for index in sorted(seen)]
+
+    def names(self) -> List[str]:
+        return sorted({reg.name for reg in self.program.registers})
+
+
+def _registers_in(operands):
+    for ref in operands:
+        if isinstance(ref, ir.RegRef):
+            yield ref.reg
+        elif isinstance(ref, ir.VecRef):
+            yield from _registers_in(ref.items)
+        elif isinstance(ref, ir.PredPairRef):
+            yield ref.first.reg
+            if ref.second is not None:
+                yield ref.second.reg
+        elif isinstance(ref, ir.NotRef):
+            yield ref.reg.reg
+        elif isinstance(ref, ir.AddrRef) and ref.base is not None:
+            yield ref.base.reg
+
+
+def typed_values(storage: np.ndarray, type_name: str, lanes) -> np.ndarray:
+    """Register values as their declared type shows them (.b as signed, half types as floats)."""
+    raw = storage[lanes]
+    t = TYPES.get(type_name)
+    if t is None or t.kind == "pred":
+        return raw
+    if type_name in ("f32", "f64"):
+        return raw.view(t.dtype)
+    if type_name == "f16":
+        return raw.view(np.float16)
+    if type_name == "bf16":
+        return (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    if t.kind in ("signed", "bits"):
+        return raw.view(np.dtype(f"i{raw.dtype.itemsize}"))
+    return raw
+
+
+def special_names() -> List[str]:
+    names = []
+    for name in sorted(SPECIAL_REGISTERS):
+        names.append(name)
+        if name[1:] in ("tid", "ntid", "ctaid", "nctaid", "clusterid", "nclusterid", "cluster_ctaid",
+                        "cluster_nctaid"):
+            names.extend(f"{name}.{axis}" for axis in "xyz")
+    return names
+
+
+VECTOR_SPECIALS = ("tid", "ntid", "ctaid", "nctaid", "clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid")
+
+
+def special_values(batch, name: str, lanes: np.ndarray) -> np.ndarray:
+    """A special register (`tid.x`, `laneid`, …) on some lanes."""
+    if f"%{name.split('.')[0]}" not in SPECIAL_REGISTERS:
+        raise DebugError(f"No special register %{name}.")
+    value = batch.special(name)
+    if callable(value):
+        value = value(lanes)
+    array = np.asarray(value)
+    if array.ndim == 0:
+        return np.broadcast_to(array, (len(lanes),))
+    return array[lanes]
