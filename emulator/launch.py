@@ -114,6 +114,14 @@ class Device:
 class Module:
     """A PTX module loaded into a device: globals allocated, constants initialised, kernels on demand."""
 
+    def __new__(cls, text: str = "", source_name: str = "<ptx>", device: Optional[Device] = None):
+        """Module(text) of a SASS listing (a .sass file, cuobjdump -sass output) is a SassModule."""
+        from .sass import looks_like_sass
+        if cls is Module and looks_like_sass(text, source_name):
+            from .sass.module import SassModule
+            return super().__new__(SassModule)
+        return super().__new__(cls)
+
     def __init__(self, text: str, source_name: str = "<ptx>", device: Optional[Device] = None):
         self.source_name = source_name
         self.syntax = parse(text, source_name)
