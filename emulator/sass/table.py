@@ -1,0 +1,609 @@
+"""The SASS ALU table: per mnemonic, the operand shape it is printed with and the pure function it computes.
+
+A shape lists operand slots in printed order: `d` a value destination, `q` a predicate destination,
+`s` a value source, `p` a predicate source; `?` marks a slot that may be left out. A tag after a
+colon gives a value slot's width and how its immediates read: `:64` a 64-bit register pair, `:f` f32
+(decimal immediates are floats), `:F` f64 pair, `:h` two f16 halves. Semantics functions take the
+sources in slot order (None for an absent optional one) as raw bits — np.uint32, np.uint64 for pairs,
+bool for predicates — plus the instruction's modifiers (`mods`, its dotted words in printed order) and
+which integer sources carry a `-` (`neg`), and return the destinations in slot order.
+Float `-x` and `|x|` and every `~x` are applied to the bits before a function sees them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+from isa import fp, intops
+
+U32, U64 = np.uint32, np.uint64
+MASK32 = U64(0xFFFFFFFF)
+
+
+@dataclass(frozen=True)
+class SassOp:
+    mnemonic: str
+    shape: Union[str, Callable[[Tuple[str, ...]], str]]
+    semantics: Callable
+    doc: str = ""
+
+    def shape_for(self, mods: Tuple[str, ...]) -> str:
+        return self.shape(mods) if callable(self.shape) else self.shape
+
+
+# ---- bit helpers ---------------------------------------------------------------------------------
+
+def _u64(x) -> np.ndarray:
+    return np.asarray(x).astype(U64)
+
+
+def _u32(x) -> np.ndarray:
+    return (np.asarray(x).astype(U64) & MASK32).astype(U32)
+
+
+def _s32(x) -> np.ndarray:
+    return np.asarray(x).astype(U32).view(np.int32)
+
+
+def _bit(p) -> np.ndarray:
+    return U64(0) if p is None else np.asarray(p, dtype=bool).astype(U64)
+
+
+def _term(x, negated: bool) -> np.ndarray:
+    """A 32-bit adder input widened to 64 bits: `-x` enters as ~x + 1, as the hardware adds it."""
+    if x is None:
+        return U64(0)
+    value = _u64(x) & MASK32
+    return ((~value) & MASK32) + U64(1) if negated else value
+
+
+def _negated32(x, negated: bool) -> np.ndarray:
+    return _u32(_term(x, negated))
+
+
+def _signed_wide(x) -> np.ndarray:
+    """A 32-bit value sign-extended to 64 bits, as raw uint64."""
+    return _s32(x).astype(np.int64).view(U64)
+
+
+def _carry(total, bit: int) -> np.ndarray:
+    return ((np.asarray(total) >> U64(bit)) & U64(1)) != 0
+
+
+def _f32(x):
+    return np.asarray(x, dtype=U32).view(np.float32)
+
+
+def _f64(x):
+    return np.asarray(x, dtype=U64).view(np.float64)
+
+
+def _bits32(x):
+    return np.asarray(x, dtype=np.float32).view(U32)
+
+
+def _bits64(x):
+    return np.asarray(x, dtype=np.float64).view(U64)
+
+
+def _rounding(mods) -> str:
+    for name, mode in (("RZ", "rz"), ("RM", "rm"), ("RP", "rp")):
+        if name in mods:
+            return mode
+    return "rn"
+
+
+# ---- integer arithmetic ---------------------------------------------------------------------------
+
+def iadd3(a, b, c, carry1, carry2, *, mods, neg):
+    """a + b + c (+ carry-ins for .X); carry-outs are bits 32 and 33 of the sum."""
+    total = _term(a, neg[0]) + _term(b, neg[1]) + _term(c, neg[2]) + _bit(carry1) + _bit(carry2)
+    return _u32(total), _carry(total, 32), _carry(total, 33)
+
+
+def iadd(a, b, carry, *, mods, neg):
+    """Fermi-Maxwell IADD: a + b (+ the carry flag for .X); the carry out feeds a later .X."""
+    total = _term(a, neg[0]) + _term(b, neg[1]) + _bit(carry)
+    return _u32(total), _carry(total, 32)
+
+
+def viadd(a, b, *, mods, neg):
+    return (_u32(_term(a, neg[0]) + _term(b, neg[1])),)
+
+
+def _imad_shape(mods):
+    if "WIDE" in mods:
+        return "d:64 q? s s s:64 p?"
+    if "HI" in mods:
+        return "d q? s s s:64 p?"
+    return "d q? s s s p?"
+
+
+def imad(a, b, c, carry, *, mods, neg):
+    """IMAD: a*b + c (low word), .WIDE (64-bit product plus the pair c), .HI (bits 32..63 of a*b + the pair c)."""
+    unsigned = "U32" in mods
+    a = _negated32(a, neg[0])
+    b = _negated32(b, neg[1])
+    if "WIDE" in mods or "HI" in mods:
+        wide_a, wide_b = (_u64(a), _u64(b)) if unsigned else (_signed_wide(a), _signed_wide(b))
+        addend = _u64(c)
+        if neg[2]:
+            addend = ~addend + U64(1)
+        product = wide_a * wide_b
+        total = product + addend + _bit(carry)
+        carry_out = total < product
+        if "WIDE" in mods:
+            return total, carry_out
+        return _u32(total >> U64(32)), carry_out
+    total = (_u64(a) * _u64(b)) & MASK32
+    total = total + _term(c, neg[2]) + _bit(carry)
+    return _u32(total), _carry(total, 32)
+
+
+def imul(a, b, *, mods, neg):
+    """Fermi-Kepler IMUL: low word, or .HI the high word (signed unless .U32)."""
+    if "HI" in mods:
+        unsigned = "U32" in mods
+        wide_a, wide_b = (_u64(a), _u64(b)) if unsigned else (_signed_wide(a), _signed_wide(b))
+        return (_u32((wide_a * wide_b) >> U64(32)),)
+    return (_u32(_u64(a) * _u64(b)),)
+
+
+def iscadd(a, b, shift, *, mods, neg):
+    """(a << shift) + b."""
+    amount = _u64(shift) & U64(31)
+    return (_u32(((_term(a, neg[0]) << amount) & MASK32) + _term(b, neg[1])),)
+
+
+def _lea_shape(mods):
+    if "HI" in mods and "SX32" not in mods:
+        return "d q? s s s s p?"
+    return "d q? s s s p?"
+
+
+def lea(a, b, *rest, mods, neg):
+    """LEA: (a << n) + b; .HI: b + the high word of ({c, a} << n) ({sign, a} for .SX32); .X adds the carry."""
+    if "HI" in mods and "SX32" not in mods:
+        high, shift, carry = rest
+    else:
+        shift, carry = rest
+        high = None
+    amount = _u64(shift) & U64(31)
+    low = _u64(_negated32(a, neg[0]))
+    if "HI" in mods:
+        if "SX32" in mods:
+            upper = _u64(np.where(_s32(low) < 0, U32(0xFFFFFFFF), U32(0)))
+        else:
+            upper = _u64(high if high is not None else U32(0))
+        pair = (upper << U64(32)) | low
+        shifted = (pair >> (U64(32) - amount)) & MASK32
+    else:
+        shifted = (low << amount) & MASK32
+    total = shifted + _term(b, neg[1]) + _bit(carry)
+    return _u32(total), _carry(total, 32)
+
+
+def shf(low, amount, high, *, mods, neg):
+    """SHF.{L,R}.{U32,S32,U64,S64}[.HI][.W]: funnel shift of {high, low}; the low or (.HI) high word."""
+    wide = "U64" in mods or "S64" in mods
+    signed = "S32" in mods or "S64" in mods
+    n = _u64(amount)
+    if "W" in mods:
+        n = n & U64(63 if wide else 31)
+    else:
+        n = np.minimum(n, U64(64 if wide else 32))
+    pair = (_u64(high) << U64(32)) | (_u64(low) & MASK32)
+    if "L" in mods:
+        shifted = np.where(n >= U64(64), U64(0), pair << np.minimum(n, U64(63)))
+    elif signed:
+        shifted = (pair.view(np.int64) >> np.minimum(n, U64(63)).astype(np.int64)).view(U64)
+    else:
+        shifted = np.where(n >= U64(64), U64(0), pair >> np.minimum(n, U64(63)))
+    return (_u32(shifted >> U64(32)) if "HI" in mods else _u32(shifted),)
+
+
+def shl(a, amount, *, mods, neg):
+    """Fermi-Maxwell SHL: a << n; n >= 32 gives 0 unless .W wraps it."""
+    n = _u64(amount)
+    if "W" in mods:
+        n = n & U64(31)
+    return (_u32(np.where(n >= U64(32), U64(0), _u64(a) << np.minimum(n, U64(31)))),)
+
+
+def shr(a, amount, *, mods, neg):
+    """Fermi-Maxwell SHR: arithmetic unless .U32; amounts clamp to 32 (all sign or zero bits)."""
+    n = np.minimum(_u64(amount) & U64(0xFFFFFFFF), U64(32))
+    if "U32" in mods:
+        return (_u32(np.where(n >= U64(32), U64(0), _u64(a) >> np.minimum(n, U64(31)))),)
+    signed = _signed_wide(a).view(np.int64)
+    return (_u32((signed >> np.minimum(n, U64(63)).astype(np.int64)).view(U64)),)
+
+
+def iabs(a, *, mods, neg):
+    return (_u32(np.abs(_signed_wide(a).view(np.int64))),)
+
+
+def imnmx(a, b, choose_min, *, mods, neg):
+    """IMNMX/VIMNMX: the minimum when the predicate holds (PT), else the maximum; .U32 unsigned."""
+    if "U32" in mods:
+        x, y = _u64(a), _u64(b)
+    else:
+        x, y = _signed_wide(a).view(np.int64), _signed_wide(b).view(np.int64)
+    take_min = True if choose_min is None else np.asarray(choose_min, dtype=bool)
+    return (_u32(np.where(take_min, np.minimum(x, y), np.maximum(x, y)).astype(np.int64).view(U64)),)
+
+
+# ---- bit operations ---------------------------------------------------------------------------------
+
+def lop3(a, b, c, lut, carry, *, mods, neg):
+    """LOP3.LUT: the truth table `lut` of a, b, c; the optional predicate says the result is non-zero."""
+    table = int(np.asarray(lut).reshape(-1)[0]) & 0xFF
+    result = intops.lop3(_u32(a), _u32(b), _u32(c), lut=table)
+    return result != 0 if carry is None else (result != 0) | np.asarray(carry, dtype=bool), result
+
+
+_LOP_TABLES = {"AND": 0xC0, "OR": 0xFC, "XOR": 0x3C, "PASS_B": 0xCC}
+
+
+def lop(a, b, carry, *, mods, neg):
+    """Fermi-Maxwell LOP.{AND,OR,XOR,PASS_B} (operands arrive already inverted for `~`)."""
+    operation = next((name for name in _LOP_TABLES if name in mods), "AND")
+    result = intops.lop3(_u32(a), _u32(b), U32(0), lut=_LOP_TABLES[operation])
+    return result != 0, result
+
+
+def plop3(a, b, c, lut, lut2, *, mods, neg):
+    """PLOP3.LUT: two truth tables over three predicates."""
+    bits = [np.asarray(x, dtype=bool) for x in (a, b, c)]
+
+    def apply(table):
+        table = int(np.asarray(table).reshape(-1)[0]) & 0xFF
+        result = np.zeros(np.broadcast(*bits).shape, dtype=bool)
+        for minterm in range(8):
+            if (table >> minterm) & 1:
+                result |= ((bits[0] if minterm & 4 else ~bits[0]) & (bits[1] if minterm & 2 else ~bits[1]) &
+                           (bits[2] if minterm & 1 else ~bits[2]))
+        return result
+    return apply(lut), apply(lut2)
+
+
+def popc(a, *, mods, neg):
+    return (intops.popc(_u32(a)).astype(U32),)
+
+
+def brev(a, *, mods, neg):
+    return (intops.brev(_u32(a)).astype(U32),)
+
+
+def flo(a, *, mods, neg):
+    """FLO: bit position of the most significant one (sign bit skipped for signed), 0xffffffff if none;
+    .SH gives 31 minus it."""
+    ty = "u32" if "U32" in mods else "s32"
+    value = _u32(a) if ty == "u32" else _u32(a).view(np.int32)
+    return (np.asarray(intops.bfind(value, ty=ty, shiftamt="SH" in mods)).astype(U32),)
+
+
+def prmt(a, selector, b, *, mods, neg):
+    mode = next((m.lower() for m in ("F4E", "B4E", "RC8", "ECL", "ECR", "RC16") if m in mods), None)
+    return (np.asarray(intops.prmt(_u32(a), _u32(b), _u32(selector), mode=mode)).astype(U32),)
+
+
+def bfe(a, control, *, mods, neg):
+    """Fermi-Maxwell BFE: position in bits 0-7, length in bits 8-15 of the control word."""
+    control = _u32(control)
+    position, length = control & U32(0xFF), (control >> U32(8)) & U32(0xFF)
+    ty = "u32" if "U32" in mods else "s32"
+    value = _u32(a) if ty == "u32" else _u32(a).view(np.int32)
+    return (np.asarray(intops.bfe(value, position, length, ty=ty)).view(U32) if ty == "s32" else
+            np.asarray(intops.bfe(value, position, length, ty=ty)).astype(U32),)
+
+
+def bfi(insert, control, base, *, mods, neg):
+    control = _u32(control)
+    position, length = control & U32(0xFF), (control >> U32(8)) & U32(0xFF)
+    return (np.asarray(intops.bfi(_u32(insert), _u32(base), position, length, ty="b32")).astype(U32),)
+
+
+# ---- moves and selects --------------------------------------------------------------------------------
+
+def mov(a, *lane_mask, mods, neg):
+    return (a,)
+
+
+def sel(a, b, predicate, *, mods, neg):
+    return (np.where(np.asarray(predicate, dtype=bool), a, b),)
+
+
+# ---- comparisons --------------------------------------------------------------------------------------
+
+_INT_COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+                "GT": np.greater, "GE": np.greater_equal}
+_BOOLEAN = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor}
+
+
+def _combine(t, other, mods):
+    op = next((name for name in _BOOLEAN if name in mods), "AND")
+    other = True if other is None else np.asarray(other, dtype=bool)
+    return _BOOLEAN[op](t, other), _BOOLEAN[op](~t, other)
+
+
+def isetp(a, b, other, low, *, mods, neg):
+    """ISETP.cmp[.U32].bop[.EX]: compare, combine with a predicate; .EX finishes a 64-bit compare
+    whose low-word result is the last predicate."""
+    cmp = next((name for name in _INT_COMPARE if name in mods), "EQ")
+    unsigned = "U32" in mods
+    a, b = _negated32(a, neg[0]), _negated32(b, neg[1])
+    x, y = (_u64(a), _u64(b)) if unsigned else (_signed_wide(a).view(np.int64), _signed_wide(b).view(np.int64))
+    if "EX" in mods:
+        previous = np.asarray(True if low is None else low, dtype=bool)
+        same = x == y
+        if cmp == "EQ":
+            t = same & previous
+        elif cmp == "NE":
+            t = ~same | previous
+        elif cmp in ("GT", "GE"):
+            t = (x > y) | (same & previous)
+        else:
+            t = (x < y) | (same & previous)
+    else:
+        t = np.asarray(_INT_COMPARE[cmp](x, y))
+    return _combine(t, other, mods)
+
+
+_FLOAT_COMPARE = ("EQ", "NE", "LT", "LE", "GT", "GE", "EQU", "NEU", "LTU", "LEU", "GTU", "GEU", "NUM", "NAN")
+
+
+def _float_cmp(mods) -> str:
+    return next((name for name in reversed(_FLOAT_COMPARE) if name in mods), "EQ").lower()
+
+
+def fsetp(a, b, other, *, mods, neg):
+    t = fp.fcompare(_f32(a), _f32(b), ty="f32", cmp=_float_cmp(mods), ftz="FTZ" in mods)
+    return _combine(np.asarray(t), other, mods)
+
+
+def dsetp(a, b, other, *, mods, neg):
+    t = fp.fcompare(_f64(a), _f64(b), ty="f64", cmp=_float_cmp(mods), ftz=False)
+    return _combine(np.asarray(t), other, mods)
+
+
+# ---- floating point ------------------------------------------------------------------------------------
+
+def _float_flags(mods):
+    return dict(rnd=_rounding(mods), ftz="FTZ" in mods, sat="SAT" in mods)
+
+
+def fadd(a, b, *, mods, neg):
+    return (_bits32(fp.fadd(_f32(a), _f32(b), ty="f32", **_float_flags(mods))),)
+
+
+def fmul(a, b, *, mods, neg):
+    return (_bits32(fp.fmul(_f32(a), _f32(b), ty="f32", **_float_flags(mods))),)
+
+
+def ffma(a, b, c, *, mods, neg):
+    return (_bits32(fp.ffma(_f32(a), _f32(b), _f32(c), ty="f32", **_float_flags(mods))),)
+
+
+def fmnmx(a, b, choose_min, *, mods, neg):
+    """FMNMX: fmin when the predicate holds, else fmax (NaN operands lose to numbers)."""
+    ftz = "FTZ" in mods
+    low = fp.fmin(_f32(a), _f32(b), ty="f32", ftz=ftz)
+    high = fp.fmax(_f32(a), _f32(b), ty="f32", ftz=ftz)
+    return (_bits32(np.where(np.asarray(choose_min, dtype=bool), low, high)),)
+
+
+def dadd(a, b, *, mods, neg):
+    return (_bits64(fp.fadd(_f64(a), _f64(b), ty="f64", rnd=_rounding(mods))),)
+
+
+def dmul(a, b, *, mods, neg):
+    return (_bits64(fp.fmul(_f64(a), _f64(b), ty="f64", rnd=_rounding(mods))),)
+
+
+def dfma(a, b, c, *, mods, neg):
+    return (_bits64(fp.ffma(_f64(a), _f64(b), _f64(c), ty="f64", rnd=_rounding(mods))),)
+
+
+def dmnmx(a, b, choose_min, *, mods, neg):
+    low = fp.fmin(_f64(a), _f64(b), ty="f64")
+    high = fp.fmax(_f64(a), _f64(b), ty="f64")
+    return (_bits64(np.where(np.asarray(choose_min, dtype=bool), low, high)),)
+
+
+def _half_op(function):
+    def run(*sources, mods, neg):
+        values = [np.asarray(x, dtype=U32) for x in sources if x is not None]
+        return (np.asarray(function(*values, ty="f16x2", **_float_flags(mods))).astype(U32),)
+    run.__name__ = function.__name__
+    return run
+
+
+_MUFU = {
+    "RCP": lambda x: fp.frcp(x, ty="f32", mode="approx", ftz=True),
+    "RSQ": lambda x: fp.frsqrt(x, ty="f32", ftz=True),
+    "SQRT": lambda x: fp.fsqrt(x, ty="f32", mode="approx", ftz=True),
+    "EX2": lambda x: fp.fex2(x, ty="f32", ftz=True),
+    "LG2": lambda x: fp.flg2(x, ty="f32", ftz=True),
+    "SIN": lambda x: fp.fsin(x, ty="f32", ftz=True),
+    "COS": lambda x: fp.fcos(x, ty="f32", ftz=True),
+    "TANH": lambda x: fp.ftanh(x, ty="f32", ftz=True),
+}
+
+
+def mufu(a, *, mods, neg):
+    """MUFU.{RCP,RSQ,SQRT,EX2,LG2,SIN,COS,TANH} (flush-to-zero approximations) and .RCP64H/.RSQ64H
+    (the high word of a double's approximate reciprocal / reciprocal square root)."""
+    if "RCP64H" in mods or "RSQ64H" in mods:
+        double = (_u64(a) << U64(32)).view(np.float64)
+        if "RCP64H" in mods:
+            result = fp.frcp(double, ty="f64", mode="approx", ftz=True)
+        else:
+            result = fp.frsqrt(double, ty="f64", ftz=True)
+        return (_u32(_bits64(result) >> U64(32)),)
+    function = next((_MUFU[name] for name in _MUFU if name in mods), None)
+    if function is None:
+        raise ValueError(f"unknown MUFU function {sorted(mods)}")
+    return (_bits32(function(_f32(a))),)
+
+
+def fchk(a, b, *, mods, neg):
+    """FCHK: true when a / b needs the slow path (a special or subnormal operand, or an exponent range
+    the reciprocal-based fast path cannot reach)."""
+    x, y = _f32(a).astype(np.float64), _f32(b).astype(np.float64)
+    with np.errstate(all="ignore"):
+        ex = np.frexp(x)[1]
+        ey = np.frexp(y)[1]
+        normal_y = np.isfinite(y) & (np.abs(y) >= 2.0 ** -126)
+        normal_x = np.isfinite(x) & ((np.abs(x) >= 2.0 ** -126) | (x == 0))
+        in_range = (ex - ey <= 125) & (ex - ey >= -124) & (np.abs(y) < 2.0 ** 126)
+        return (~(normal_x & normal_y & (in_range | (x == 0))),)
+
+
+# ---- conversions -------------------------------------------------------------------------------------
+
+_INT_NUMPY = {"u8": np.uint8, "s8": np.int8, "u16": np.uint16, "s16": np.int16, "u32": np.uint32,
+              "s32": np.int32, "u64": np.uint64, "s64": np.int64}
+_BYTES = {"u8": 1, "s8": 1, "u16": 2, "s16": 2, "u32": 4, "s32": 4, "u64": 8, "s64": 8, "f16": 2, "f32": 4, "f64": 8}
+_DEFAULT_TYPES = {"I2F": ("f32", "s32"), "I2FP": ("f32", "s32"), "F2I": ("s32", "f32"), "F2F": ("f32", "f32"),
+                  "I2I": ("s32", "s32")}
+_INT_ROUNDING = {"TRUNC": "rzi", "FLOOR": "rmi", "CEIL": "rpi", "ROUND": "rni"}
+
+
+def conversion_types(mnemonic: str, mods) -> Tuple[str, str]:
+    """(dst, src) of I2F/I2FP/F2I/F2F/I2I: type words print destination first; a lone word is the
+    side whose kind (integer or float) it matches."""
+    dst_default, src_default = _DEFAULT_TYPES[mnemonic]
+    words = [m.lower() for m in mods if m.lower() in _BYTES]
+    if len(words) >= 2:
+        return words[0], words[1]
+    if len(words) == 1:
+        word = words[0]
+        if (word in _INT_NUMPY) == (dst_default in _INT_NUMPY) and \
+                ((word in _INT_NUMPY) != (src_default in _INT_NUMPY) or mnemonic == "F2F"):
+            return word, src_default
+        return dst_default, word
+    return dst_default, src_default
+
+
+def _as_type(bits, ty):
+    """Raw register bits (u32 or u64) as the numpy value of a conversion's source type."""
+    raw = np.asarray(bits)
+    if ty in _INT_NUMPY:
+        unsigned = np.dtype(f"u{_BYTES[ty]}")
+        return raw.astype(U64).astype(unsigned).view(_INT_NUMPY[ty])
+    if ty == "f16":
+        return raw.astype(U32).astype(np.uint16)
+    if ty == "f32":
+        return raw.astype(U32).view(np.float32)
+    return raw.astype(U64).view(np.float64)
+
+
+def _to_bits(value, ty):
+    """A conversion result as register bits: u64 for 64-bit types, else u32 (sign-extended for signed)."""
+    value = np.asarray(value)
+    if _BYTES[ty] == 8:
+        return value.view(U64) if value.dtype.itemsize == 8 else value.astype(U64)
+    if ty == "f32":
+        return value.view(U32)
+    if ty in ("s8", "s16", "s32"):
+        return value.astype(np.int32).view(U32)
+    return value.astype(U32)
+
+
+def _convert(mnemonic):
+    def run(a, *, mods, neg):
+        dst, src = conversion_types(mnemonic, mods)
+        value = _as_type(a, src)
+        if src in _INT_NUMPY and dst in _INT_NUMPY:
+            result = fp.cvt(value, dst=dst, src=src, sat="SAT" in mods)
+        elif dst in _INT_NUMPY:
+            rounding = next((_INT_ROUNDING[m] for m in _INT_ROUNDING if m in mods), "rni")
+            result = fp.cvt(value, dst=dst, src=src, rnd=rounding, ftz="FTZ" in mods)
+        elif src in _INT_NUMPY:
+            result = fp.cvt(value, dst=dst, src=src, rnd=_rounding(mods))
+        else:
+            rounding = next((_INT_ROUNDING[m] for m in _INT_ROUNDING if m in mods), None) or \
+                (_rounding(mods) if _BYTES[dst] < _BYTES[src] else None)
+            result = fp.cvt(value, dst=dst, src=src, rnd=rounding, ftz="FTZ" in mods, sat="SAT" in mods)
+        return (_to_bits(result, dst),)
+    run.__name__ = mnemonic.lower()
+    return run
+
+
+def _conversion_shape(mnemonic):
+    def shape(mods):
+        dst, src = conversion_types(mnemonic, mods)
+        return f"d{':64' if _BYTES[dst] == 8 else ''} s{':64' if _BYTES[src] == 8 else ''}"
+    return shape
+
+
+# ---- the table ------------------------------------------------------------------------------------------
+
+OPS: Dict[str, SassOp] = {op.mnemonic: op for op in (
+    SassOp("IADD3", "d q? q? s s s p? p?", iadd3, "three-input add with carries"),
+    SassOp("IADD", "d q? s s p?", iadd, "Fermi-Maxwell add"),
+    SassOp("IADD32I", "d q? s s p?", iadd),
+    SassOp("VIADD", "d s s", viadd),
+    SassOp("IMAD", _imad_shape, imad, "multiply-add: low word, .WIDE, .HI"),
+    SassOp("IMUL", "d s s", imul),
+    SassOp("IMUL32I", "d s s", imul),
+    SassOp("ISCADD", "d s s s", iscadd),
+    SassOp("ISCADD32I", "d s s s", iscadd),
+    SassOp("LEA", _lea_shape, lea),
+    SassOp("SHF", "d s s s", shf),
+    SassOp("SHL", "d s s", shl),
+    SassOp("SHR", "d s s", shr),
+    SassOp("IABS", "d s", iabs),
+    SassOp("IMNMX", "d s s p?", imnmx),
+    SassOp("VIMNMX", "d s s p?", imnmx),
+    SassOp("LOP3", "q? d s s s s p?", lop3),
+    SassOp("LOP", "q? d s s p?", lop),
+    SassOp("LOP32I", "q? d s s p?", lop),
+    SassOp("PLOP3", "q q p p p s s", plop3),
+    SassOp("POPC", "d s", popc),
+    SassOp("BREV", "d s", brev),
+    SassOp("FLO", "d s", flo),
+    SassOp("PRMT", "d s s s", prmt),
+    SassOp("BFE", "d s s", bfe),
+    SassOp("BFI", "d s s s", bfi),
+    SassOp("MOV", "d s s?", mov),
+    SassOp("MOV32I", "d s s?", mov),
+    SassOp("R2UR", "d s", mov),
+    SassOp("SEL", "d s s p", sel),
+    SassOp("FSEL", "d s:f s:f p", sel),
+    SassOp("ISETP", "q q s s p p?", isetp),
+    SassOp("FSETP", "q q s:f s:f p", fsetp),
+    SassOp("DSETP", "q q s:F s:F p", dsetp),
+    SassOp("FADD", "d s:f s:f", fadd),
+    SassOp("FADD32I", "d s:f s:f", fadd),
+    SassOp("FMUL", "d s:f s:f", fmul),
+    SassOp("FMUL32I", "d s:f s:f", fmul),
+    SassOp("FFMA", "d s:f s:f s:f", ffma),
+    SassOp("FFMA32I", "d s:f s:f s:f", ffma),
+    SassOp("FMNMX", "d s:f s:f p", fmnmx),
+    SassOp("FCHK", "q s:f s:f", fchk),
+    SassOp("MUFU", "d s:f", mufu),
+    SassOp("DADD", "d:64 s:F s:F", dadd),
+    SassOp("DMUL", "d:64 s:F s:F", dmul),
+    SassOp("DFMA", "d:64 s:F s:F s:F", dfma),
+    SassOp("DMNMX", "d:64 s:F s:F p", dmnmx),
+    SassOp("HADD2", "d s:h s:h", _half_op(fp.fadd)),
+    SassOp("HMUL2", "d s:h s:h", _half_op(fp.fmul)),
+    SassOp("HFMA2", "d s:h s:h s:h", _half_op(fp.ffma)),
+    SassOp("I2F", _conversion_shape("I2F"), _convert("I2F")),
+    SassOp("I2FP", _conversion_shape("I2FP"), _convert("I2FP")),
+    SassOp("F2I", _conversion_shape("F2I"), _convert("F2I")),
+    SassOp("F2F", _conversion_shape("F2F"), _convert("F2F")),
+    SassOp("I2I", _conversion_shape("I2I"), _convert("I2I")),
+)}
+
+
+def lookup(mnemonic: str) -> Optional[SassOp]:
+    """The ALU entry of a mnemonic; uniform-datapath forms (UIADD3, ULEA, ...) share their vector entry."""
+    op = OPS.get(mnemonic)
+    if op is None and mnemonic.startswith("U") and mnemonic[1:] in OPS:
+        op = OPS[mnemonic[1:]]
+    return op
