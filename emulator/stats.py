@@ -59,18 +59,125 @@ def interleaved_local(addresses: np.ndarray, threads: Optional[np.ndarray], widt
     """Addresses as the hardware lays local memory out (consecutive lanes own consecutive 32-bit
     words), one entry per 32-bit word a lane touches; returns (addresses, threads, width per entry)."""
     n = len(addresses)
-    lanes = (np.arange(n, dtype=np.int64) if threads is None else threads) & _LANE_IN_WARP
+    thread_ids = np.arange(n, dtype=np.int64) if threads is None else threads
+    lanes = thread_ids & _LANE_IN_WARP
     words = max(width // 4, 1)
-    word = (addresses >> np.uint64(2)).astype(np.uint64)
+    word = addresses >> np.uint64(2)
     byte = addresses & np.uint64(3)
     if words > 1:
         word = (word[:, None] + np.arange(words, dtype=np.uint64)[None, :]).reshape(-1)
         byte = np.repeat(byte, words)
         lanes = np.repeat(lanes, words)
+        thread_ids = np.repeat(thread_ids, words)
     physical = (word * np.uint64(WARP) + lanes.astype(np.uint64)) * np.uint64(4) + byte
-    thread_ids = np.arange(n, dtype=np.int64) if threads is None else threads
-    expanded = np.repeat(thread_ids, words) if words > 1 else thread_ids
-    return physical, expanded, min(width, 4)
+    return physical, thread_ids, min(width, 4)
+
+
+# ---- exact totals per call: whole warps take vectorised shortcuts where the answer follows from
+# ---- each warp's address range or order; every other warp is counted by the memory core
+
+def _whole_warps(threads: Optional[np.ndarray], n: int) -> bool:
+    """Whether the lanes are complete warps in order (the convergent case)."""
+    if n == 0 or n % WARP:
+        return False
+    if threads is None:
+        return True
+    first = threads[::WARP]
+    return bool(np.all(first & _LANE_IN_WARP == 0) and np.all(threads[WARP - 1::WARP] - first == WARP - 1))
+
+
+def _rows_of(addresses: np.ndarray, threads: Optional[np.ndarray], rows: np.ndarray):
+    """(addresses, threads) of the warps (rows of 32 lanes) where rows holds."""
+    thread_ids = np.arange(len(addresses), dtype=np.int64) if threads is None else threads
+    return (addresses.reshape(-1, WARP)[rows].reshape(-1), thread_ids.reshape(-1, WARP)[rows].reshape(-1))
+
+
+def _distinct_in_sorted_rows(values: np.ndarray):
+    """Per row: whether it is non-decreasing, and then its number of distinct values."""
+    ordered = np.all(values[:, 1:] >= values[:, :-1], axis=1)
+    distinct = 1 + np.count_nonzero(values[:, 1:] != values[:, :-1], axis=1)
+    return ordered, distinct
+
+
+def count_wavefronts(memory, addresses, threads, width: int, bank_bytes: int) -> Tuple[int, int]:
+    """(requests, shared-memory wavefronts) of one call."""
+    n = len(addresses)
+    if not _whole_warps(threads, n):
+        warps, counts = memory.shared_wavefronts(addresses, threads, width, bank_bytes)
+        return len(warps), int(counts.sum())
+    lanes_per_phase = min(WARP, WARP * bank_bytes // width)
+    phases_per_warp = WARP // lanes_per_phase
+    shift = np.uint64(bank_bytes.bit_length() - 1)
+    phases = addresses.reshape(-1, lanes_per_phase)
+    first_word = phases.min(axis=1) >> shift
+    last_word = (phases.max(axis=1) + np.uint64(width - 1)) >> shift
+    # a phase whose words lie within 32 consecutive words has at most one word per bank
+    simple = ((last_word - first_word) < np.uint64(BANKS)).reshape(-1, phases_per_warp).all(axis=1)
+    wavefronts = int(np.count_nonzero(simple)) * phases_per_warp
+    if not simple.all():
+        _, counts = memory.shared_wavefronts(*_rows_of(addresses, threads, ~simple), width, bank_bytes)
+        wavefronts += int(counts.sum())
+    return len(simple), wavefronts
+
+
+def count_sectors(memory, addresses, threads, width: int, local: bool = False) -> Tuple[int, int]:
+    """(requests, 32-byte sectors) of one call; local addresses are laid out interleaved first."""
+    n = len(addresses)
+    aligned = width <= SECTOR and not np.any(addresses & np.uint64(width - 1))
+    if not (aligned and _whole_warps(threads, n)):
+        counted = interleaved_local(addresses, threads, width) if local else (addresses, threads, width)
+        warps, counts = memory.global_sectors(*counted)
+        return len(warps), int(counts.sum())
+    rows = addresses.reshape(-1, WARP)
+    if local:
+        words = max(width // 4, 1)
+        lanes = np.arange(WARP, dtype=np.uint64) * np.uint64(4)
+        first = (rows >> np.uint64(2)) * np.uint64(WARP * 4) + lanes + (rows & np.uint64(3))
+        physical = first[:, None, :] + (np.arange(words, dtype=np.uint64) * np.uint64(WARP * 4))[None, :, None]
+        rows = physical.reshape(len(rows), -1)
+    ordered, distinct = _distinct_in_sorted_rows(rows >> np.uint64(5))
+    sectors = int(distinct[ordered].sum())
+    if not ordered.all():
+        subset_addresses, subset_threads = _rows_of(addresses, threads, ~ordered)
+        counted = interleaved_local(subset_addresses, subset_threads, width) if local else \
+            (subset_addresses, subset_threads, width)
+        _, counts = memory.global_sectors(*counted)
+        sectors += int(counts.sum())
+    return len(ordered), sectors
+
+
+def count_distinct(memory, addresses, threads) -> Tuple[int, int]:
+    """(requests, distinct addresses summed over requests) of one call."""
+    n = len(addresses)
+    if not _whole_warps(threads, n):
+        warps, counts = memory.distinct_addresses(addresses, threads)
+        return len(warps), int(counts.sum())
+    ordered, distinct = _distinct_in_sorted_rows(addresses.reshape(-1, WARP))
+    total = int(distinct[ordered].sum())
+    if not ordered.all():
+        _, counts = memory.distinct_addresses(*_rows_of(addresses, threads, ~ordered))
+        total += int(counts.sum())
+    return len(ordered), total
+
+
+def count_contention(memory, addresses, threads) -> Tuple[int, int]:
+    """(sum over requests, maximum) of the most lanes of a request on one address."""
+    n = len(addresses)
+    if not _whole_warps(threads, n):
+        _, same = memory.max_same_address(addresses, threads)
+        return int(same.sum()), int(same.max())
+    rows = addresses.reshape(-1, WARP)
+    repeats = rows[:, 1:] == rows[:, :-1]
+    spread = np.all(rows[:, 1:] > rows[:, :-1], axis=1)
+    one_address = np.all(repeats, axis=1)
+    easy = spread | one_address
+    total = int(np.count_nonzero(spread)) + WARP * int(np.count_nonzero(one_address))
+    most = WARP if one_address.any() else 1
+    if not easy.all():
+        _, same = memory.max_same_address(*_rows_of(addresses, threads, ~easy))
+        total += int(same.sum())
+        most = max(most, int(same.max()))
+    return total, most
 
 
 class MemoryStats(Observer):
@@ -128,14 +235,14 @@ class MemoryStats(Observer):
         values = batch.regs[reg.index][sel]
         if negated:
             values = ~values
-        if sel is ALL:
-            per_warp = values.reshape(-1, WARP).sum(axis=1)
-            lanes_in_warp = np.full(len(per_warp), WARP)
+        if sel is ALL or _whole_warps(sel, len(sel)):
+            rows = values.reshape(-1, WARP)
+            divergent = np.count_nonzero(rows.any(axis=1) & ~rows.all(axis=1))
         else:
             starts = _warp_starts(sel)
-            per_warp = np.add.reduceat(values.astype(np.int64), starts)
-            lanes_in_warp = np.diff(np.append(starts, len(sel)))
-        self.divergent[instr.pc] += int(np.count_nonzero((per_warp > 0) & (per_warp < lanes_in_warp)))
+            divergent = np.count_nonzero(np.logical_or.reduceat(values, starts) &
+                                         ~np.logical_and.reduceat(values, starts))
+        self.divergent[instr.pc] += int(divergent)
 
     def memory(self, batch, instr, op: str, space: str, addresses, threads, width: int) -> None:
         pc = instr.pc
@@ -173,11 +280,11 @@ class MemoryStats(Observer):
         if n == 0:
             return
         if space == "constant":
-            warps, distinct = memory.distinct_addresses(addresses, threads)
+            requests, distinct = count_distinct(memory, addresses, threads)
             slot = self._slot(pc, "constant_load")
-            slot[REQUESTS] += len(warps)
-            slot[TRANSACTIONS] += int(distinct.sum())
-            slot[IDEAL] += len(warps)
+            slot[REQUESTS] += requests
+            slot[TRANSACTIONS] += distinct
+            slot[IDEAL] += requests
             slot[BYTES] += n * width
             return
         if space == "param":
@@ -190,28 +297,26 @@ class MemoryStats(Observer):
             return
         slot = self._slot(pc, kind)
         if space == "shared":
-            warps, wavefronts = memory.shared_wavefronts(addresses, threads, width, self.bank_bytes)
+            requests, wavefronts = count_wavefronts(memory, addresses, threads, width, self.bank_bytes)
             shift = _phase_shift(width, self.bank_bytes)
-            phases = n >> shift if threads is None else len(_run_starts(threads >> shift))
-            slot[TRANSACTIONS] += int(wavefronts.sum())
-            slot[IDEAL] += phases
+            slot[TRANSACTIONS] += wavefronts
+            slot[IDEAL] += n >> shift if threads is None else len(_run_starts(threads >> shift))
             if self.capture_shared and batch.cta_start == 0:
                 self._capture(pc, addresses, threads, width, batch.tpc_pad)
         else:
-            if space == "local":
-                counted, counted_threads, counted_width = interleaved_local(addresses, threads, width)
+            requests, sectors = count_sectors(memory, addresses, threads, width, local=space == "local")
+            slot[TRANSACTIONS] += sectors
+            if _whole_warps(threads, n):
+                slot[IDEAL] += requests * ((WARP * width + SECTOR - 1) // SECTOR)
             else:
-                counted, counted_threads, counted_width = addresses, threads, width
-            warps, sectors = memory.global_sectors(counted, counted_threads, counted_width)
-            slot[TRANSACTIONS] += int(sectors.sum())
-            lanes = _lanes_per_warp(threads, n)
-            slot[IDEAL] += int(((lanes * width + SECTOR - 1) // SECTOR).sum())
-        slot[REQUESTS] += len(warps)
+                lanes = _lanes_per_warp(threads, n)
+                slot[IDEAL] += int(((lanes * width + SECTOR - 1) // SECTOR).sum())
+        slot[REQUESTS] += requests
         slot[BYTES] += n * width
         if op == "atomic":
-            _, same = memory.max_same_address(addresses, threads)
-            slot[CONTENTION] += int(same.sum())
-            slot[MAX_CONTENTION] = max(slot[MAX_CONTENTION], int(same.max()))
+            total, most = count_contention(memory, addresses, threads)
+            slot[CONTENTION] += total
+            slot[MAX_CONTENTION] = max(slot[MAX_CONTENTION], most)
 
     def _capture(self, pc, addresses, threads, width, tpc_pad) -> None:
         samples = self.shared_samples.setdefault(pc, {})

@@ -12,7 +12,9 @@ import emulator
 from emulator.launch import Device
 from emulator.memory import c_core_available
 from emulator.spec import read_launches
-from emulator.stats import MemoryStats
+from emulator.memory import Memory
+from emulator.stats import (MemoryStats, count_contention, count_distinct, count_sectors, count_wavefronts,
+                            interleaved_local)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -232,6 +234,39 @@ def test_both_memory_backends_count_the_same():
                            ("atom.shared.add.u32 %r11, [%r10], 1;", 0), ("ld.const.u32 %r11, [%rd6];", 8)):
         assert counters(access, stride=stride, block=48, backend="c") == \
             counters(access, stride=stride, block=48, backend="numpy")
+
+
+def _patterns(width: int, rng):
+    """Warp address patterns (6 warps of 32 lanes, width-aligned): every warp its own shape."""
+    lane = np.arange(32, dtype=np.uint64)
+    w = np.uint64(width)
+    shapes = [lane * w, lane * w * np.uint64(2), lane * np.uint64(128), lane * np.uint64(132 // width * width),
+              np.zeros(32, np.uint64), (lane % np.uint64(16)) * w, (lane // np.uint64(16)) * np.uint64(64),
+              (np.uint64(31) - lane) * w, rng.permutation(32).astype(np.uint64) * w,
+              rng.integers(0, 4096 // width, 32).astype(np.uint64) * w, lane * w + w * np.uint64(3)]
+    for start in range(0, len(shapes), 2):
+        rows = [shapes[(start + k) % len(shapes)] + np.uint64(k * 512) for k in range(6)]
+        yield np.concatenate(rows)
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8, 16])
+def test_whole_warp_shortcuts_agree_with_the_memory_core(width):
+    memory, rng = Memory(), np.random.default_rng(width)
+    for addresses in _patterns(width, rng):
+        threads = np.arange(len(addresses), dtype=np.int64) + 64
+        for lanes in (None, threads, threads[threads % 3 != 0]):
+            picked = addresses if lanes is None or len(lanes) == len(addresses) else addresses[threads % 3 != 0]
+            for bank_bytes in (4, 8):
+                warps, counts = memory.shared_wavefronts(picked, lanes, width, bank_bytes)
+                assert count_wavefronts(memory, picked, lanes, width, bank_bytes) == (len(warps), counts.sum())
+            warps, counts = memory.global_sectors(picked, lanes, width)
+            assert count_sectors(memory, picked, lanes, width) == (len(warps), counts.sum())
+            warps, counts = memory.global_sectors(*interleaved_local(picked, lanes, width))
+            assert count_sectors(memory, picked, lanes, width, local=True) == (len(warps), counts.sum())
+            warps, counts = memory.distinct_addresses(picked, lanes)
+            assert count_distinct(memory, picked, lanes) == (len(warps), counts.sum())
+            _, same = memory.max_same_address(picked, lanes)
+            assert count_contention(memory, picked, lanes) == (same.sum(), same.max())
 
 
 # ---- the examples against the H100 ----
