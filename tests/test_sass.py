@@ -1,0 +1,330 @@
+"""SASS listings: the seed's Fermi LDSLK/STSUL listing, cuobjdump sm_90/sm_75 dumps of the examples, and the SASS ALU table."""
+import collections
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import emulator
+from emulator.errors import PTXSyntaxError, UsageError
+from emulator.executors import lanes_of
+from emulator.launch import Device, Module
+from emulator.observe import Observer
+from emulator.sass import looks_like_sass
+from emulator.sass import table as T
+from emulator.sass.mangle import parameter_types
+from emulator.sass.module import SassModule
+from emulator.spec import check_launch, read_launches
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "examples" / "sass"
+PIN = np.load(SEED / "inputs" / "pIn.npy")
+U32 = np.uint32
+
+
+class LockRounds(Observer):
+    """Per warp, how many times it executed an LDSLK (instr.info['lock'] == 'acquire')."""
+
+    def __init__(self):
+        self.rounds = collections.Counter()
+
+    def step(self, batch, instr, sel, warps, lanes):
+        if instr.info.get("lock") == "acquire":
+            for warp in np.unique(lanes_of(sel, batch.n) >> 5):
+                self.rounds[int(warp)] += 1
+
+
+def run_seed(listing: str, kernel: str, block: int = 64):
+    module = emulator.load(SEED / listing)
+    out = np.zeros(block, np.int32)
+    pin = np.resize(PIN, block).astype(np.int32)
+    rounds = LockRounds()
+    module.kernel(kernel).launch(1, block, [np.zeros(1, np.int32), out, pin], block * 4, observer=rounds)
+    return out, pin, dict(rounds.rounds)
+
+
+# ---- the seed's listing 8-2 (SM 2.0) ------------------------------------------------------------------
+
+def test_seed_listing_adds_the_first_input_to_every_element():
+    out, pin, rounds = run_seed("return32.sm_20.sass", "Return32")
+    assert np.array_equal(out, pin + pin[0])
+    assert np.array_equal(out, np.load(SEED / "expected" / "Return32" / "arg1.npy"))
+    assert rounds == {0: 1, 1: 1}
+
+
+def test_all_threads_on_one_word_serialise_32_rounds_per_warp():
+    out, pin, rounds = run_seed("return32one.sm_20.sass", "Return32One")
+    expected = pin.copy()
+    expected[0] += 64 * pin[0]
+    assert np.array_equal(out, expected)
+    assert np.array_equal(out, np.load(SEED / "expected" / "Return32One" / "arg1.npy"))
+    assert rounds == {0: 32, 1: 32}
+
+
+def test_one_warp_on_one_word_takes_32_rounds():
+    out, pin, rounds = run_seed("return32one.sm_20.sass", "Return32One", block=32)
+    assert out[0] == pin[0] + 32 * pin[0]
+    assert rounds == {0: 32}
+
+
+def test_lock_instructions_are_marked_for_observers():
+    program = emulator.load(SEED / "return32.sm_20.sass").kernel("Return32").program
+    locks = [(instr.opcode, instr.info["lock"]) for instr in program.instrs if "lock" in instr.info]
+    assert locks == [("LDSLK", "acquire"), ("STSUL", "release")]
+    assert all(instr.info["address"] == 0x58 for instr in program.instrs
+               if instr.info.get("synthetic", "").startswith("lock_arbitrate"))
+
+
+def test_seed_text_with_the_ocr_spacing_parses():
+    text = (SEED / "return32.sm_20.sass").read_text()
+    assert "c [0x0] [0x28]" in text and looks_like_sass(text)
+    module = Module(text, "<text>")
+    assert isinstance(module, SassModule)
+    assert module.kernel_names == ["_Z8Return32PiS_PKi"]
+
+
+def test_cli_runs_a_sass_file_like_a_ptx_file(tmp_path):
+    out_dir = tmp_path / "out"
+    command = [sys.executable, "-m", "emulator", "run", str(SEED / "return32.sm_20.sass"), "--kernel", "Return32",
+               "--grid", "1", "--block", "64", "--shared", "256", "--arg", "zeros:i32:1", "--arg", "zeros:i32:64",
+               "--arg", f"@{SEED / 'inputs' / 'pIn.npy'}", "--out", str(out_dir)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert np.array_equal(np.load(out_dir / "arg1.npy"), PIN + PIN[0])
+
+
+# ---- cuobjdump listings of the examples against the H100 ---------------------------------------------
+
+def _listing_launches(arch):
+    cases = []
+    for path in sorted((ROOT / "examples").glob("*/launches.json")):
+        listing = path.parent / f"{path.parent.name}.{arch}.sass"
+        if listing.exists() and path.parent.name != "printf":
+            cases += [(listing, spec) for spec in read_launches(path) if spec.expected_dir.exists()]
+    return cases
+
+
+@pytest.mark.parametrize("listing,spec", _listing_launches("sm_90") + _listing_launches("sm_75"),
+                         ids=lambda item: item.name if isinstance(item, Path) else item.name)
+def test_cuobjdump_listing_matches_h100(listing, spec):
+    module = Module(listing.read_text(), str(listing), Device())
+    for value in spec.constants().values():
+        module.set_symbol("c[0x3]", value)
+    args = spec.arguments()
+    error_file = spec.expected_dir / "error.txt"
+    if error_file.exists():
+        with pytest.raises(emulator.errors.DeviceError) as info:
+            module.kernel(spec.kernel).launch(spec.grid, spec.block, args, spec.shared)
+        assert info.value.cuda_error == error_file.read_text().strip()
+        return
+    module.kernel(spec.kernel).launch(spec.grid, spec.block, args, spec.shared)
+    assert check_launch(spec, args, "") == []
+
+
+def test_vprintf_calls_are_refused_with_their_line():
+    listing = ROOT / "examples" / "printf" / "printf.sm_90.sass"
+    with pytest.raises(PTXSyntaxError, match=r"printf\.sm_90\.sass:\d+:\d+: .*CALL\.ABS"):
+        Module(listing.read_text(), str(listing)).kernel()
+
+
+# ---- errors ---------------------------------------------------------------------------------------------
+
+LISTING = """
+	code for sm_90
+		Function : _Z1kPi
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   {line}
+        /*0020*/                   EXIT ;
+"""
+
+
+def test_unknown_opcode_is_one_line_naming_it_and_its_line():
+    with pytest.raises(PTXSyntaxError) as info:
+        Module(LISTING.format(line="FROB.X R0, R1 ;"), "k.sass").kernel()
+    assert str(info.value) == "k.sass:5:36: error: unknown SASS opcode 'FROB.X'"
+
+
+def test_cli_reports_an_unknown_opcode_in_one_line(tmp_path):
+    path = tmp_path / "k.sass"
+    path.write_text(LISTING.format(line="FROB R0, R1 ;"))
+    result = subprocess.run([sys.executable, "-m", "emulator", "run", str(path), "--grid", "1", "--block", "32",
+                             "--arg", "zeros:i32:32"], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"gpuemu: error: {path}:5:36: error: unknown SASS opcode 'FROB'"]
+
+
+def test_bad_syntax_gives_file_line_column():
+    with pytest.raises(PTXSyntaxError, match=r"^k\.sass:5:\d+: error: unexpected"):
+        Module(LISTING.format(line="IADD3 R0, , R1 ;"), "k.sass")
+
+
+def test_branch_into_the_middle_of_nowhere_is_refused():
+    with pytest.raises(PTXSyntaxError, match="branch target 0x18 is not the address of an instruction"):
+        Module(LISTING.format(line="BRA 0x18 ;"), "k.sass").kernel()
+
+
+def test_constant_banks_are_set_by_number_and_symbols_are_refused():
+    module = Module(LISTING.format(line="NOP ;"), "k.sass")
+    module.set_symbol("c[0x3]", np.arange(4, dtype=np.float32))
+    assert module.banks[3][:16].view(np.float32).tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(UsageError, match="names no symbols"):
+        module.set_symbol("coef", np.zeros(1))
+
+
+# ---- a listing written here: uniform datapath, LDG/STG, loops, 64-bit compare -----------------------------
+
+SUM_LISTING = """
+	code for sm_90
+		Function : _Z3sumPKjPyi
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_TID.X ;
+        /*0020*/                   ULDC.64 UR4, c[0x0][0x208] ;
+        /*0030*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0040*/                   IMAD.MOV.U32 R6, RZ, RZ, RZ ;
+        /*0050*/                   IMAD.MOV.U32 R7, RZ, RZ, RZ ;
+        /*0060*/                   MOV R8, RZ ;
+        /*0070*/                   IMAD.WIDE.U32 R4, R0, 0x4, R2 ;
+        /*0080*/                   LDG.E R9, desc[UR4][R4.64] ;
+        /*0090*/                   IADD3 R6, P0, R6, R9, RZ ;
+        /*00a0*/                   IADD3.X R7, RZ, R7, RZ, P0, !PT ;
+        /*00b0*/                   VIADD R8, R8, 0x1 ;
+        /*00c0*/                   ISETP.GE.AND P1, PT, R8, c[0x0][0x220], PT ;
+        /*00d0*/              @!P1 BRA 0x90 ;
+        /*00e0*/                   LDC.64 R2, c[0x0][0x218] ;
+        /*00f0*/                   IMAD.WIDE.U32 R2, R0, 0x8, R2 ;
+        /*0100*/                   STG.E.64 desc[UR4][R2.64], R6 ;
+        /*0110*/                   EXIT ;
+        /*0120*/                   BRA 0x120;
+"""
+
+
+def test_hand_written_sm90_listing_accumulates_64_bit_sums():
+    module = Module(SUM_LISTING, "sum.sass")
+    assert [p.type for p in module.kernel("sum").params] == ["u64", "u64", "s32"]
+    values = np.array([0xFFFFFFFF, 7, 0x80000000, 0], dtype=U32).repeat(8)
+    out = np.zeros(32, np.uint64)
+    module.kernel("sum").launch(1, 32, [values, out, np.int32(5)])
+    assert out.tolist() == [5 * int(v) for v in values]
+
+
+# ---- parameters from mangled names ---------------------------------------------------------------------
+
+def test_parameter_types_come_from_the_mangled_name():
+    assert parameter_types("_Z6vecaddPKfS0_Pfi") == [("ptr", 0)] * 3 + [("s32", 4)]
+    assert parameter_types("_Z7collatzPjy") == [("ptr", 0), ("u64", 8)]
+    assert parameter_types("_Z13vectorSwizzlePK4int2PK6float4PS_PS2_f") == [("ptr", 0)] * 4 + [("f32", 4)]
+    assert parameter_types("_Z3foov") == []
+    assert parameter_types("kernel") is None
+    assert parameter_types("_Z3bar4int2") is None
+
+
+def test_fermi_pointers_are_32_bit_words_at_0x20():
+    program = emulator.load(SEED / "return32.sm_20.sass").kernel("Return32").program
+    assert [bank[2:] for bank in program.bank_params] == [(0x20, 4), (0x24, 4), (0x28, 4)]
+    assert program.arch.stack == (1, 0x100)
+
+
+# ---- the ALU table, against hand-derived results -----------------------------------------------------------
+
+def alu(mnemonic, *sources, mods=(), neg=None):
+    op = T.lookup(mnemonic)
+    values = [None if s is None else (np.asarray(s, dtype=bool) if isinstance(s, bool) else np.asarray(s))
+              for s in sources]
+    return op.semantics(*values, mods=tuple(mods), neg=tuple(neg or (False,) * len(sources)))
+
+
+def test_iadd3_negated_operand_carries_like_two_s_complement_subtraction():
+    # 5 - 3: ~3 + 1 + 5 = 2 with carry out (no borrow); 0 - 0 also carries; 3 - 5 borrows
+    low, carry, _ = alu("IADD3", U32(5), U32(3), U32(0), None, None, neg=(False, True, False))
+    assert (int(low), bool(carry)) == (2, True)
+    low, carry, _ = alu("IADD3", U32(0), U32(0), U32(0), None, None, neg=(False, True, False))
+    assert (int(low), bool(carry)) == (0, True)
+    low, carry, _ = alu("IADD3", U32(3), U32(5), U32(0), None, None, neg=(False, True, False))
+    assert (int(low), bool(carry)) == (0xFFFFFFFE, False)
+    low, carry1, carry2 = alu("IADD3", U32(0xFFFFFFFF), U32(0xFFFFFFFF), U32(0xFFFFFFFF), None, None)
+    assert (int(low), bool(carry1), bool(carry2)) == (0xFFFFFFFD, False, True)
+
+
+def test_imad_wide_hi_and_x():
+    wide, _ = alu("IMAD", U32(0xFFFFFFFF), U32(4), np.uint64(0x100), None, mods=("WIDE",))
+    assert int(wide) == (-4 + 0x100) & (2 ** 64 - 1)
+    wide, _ = alu("IMAD", U32(0xFFFFFFFF), U32(4), np.uint64(0x100), None, mods=("WIDE", "U32"))
+    assert int(wide) == 0xFFFFFFFF * 4 + 0x100
+    # IMAD.HI.U32 d, a, b, {R6=0, R7=a}: umulhi(a, b) + a
+    high, _ = alu("IMAD", U32(0x80000000), U32(6), np.uint64(0x80000000 << 32), None, mods=("HI", "U32"))
+    assert int(high) == 3 + 0x80000000
+    low, _ = alu("IMAD", U32(0), U32(0), U32(0xFFFFFFFF), True, mods=("X",), neg=(False, False, False))
+    assert int(low) == 0
+
+
+def test_lea_hi_x_sx32_adds_the_sign_word():
+    # {R3:R2} = base + sext(i): low word from IADD3, high word = UR + sign word + carry
+    low, carry = alu("LEA", U32(0xFFFFFFFE), U32(0x1000), U32(2), None)
+    assert (int(low), bool(carry)) == (0xFF8, True)
+    high, _ = alu("LEA", U32(0xFFFFFFFE), U32(7), U32(1), False, mods=("HI", "X", "SX32"))
+    assert int(high) == 6
+    high, _ = alu("LEA", U32(5), U32(7), U32(0), U32(1), None, mods=("HI",))
+    assert int(high) == 7
+    high, _ = alu("LEA", U32(0x80000001), U32(1), U32(0), U32(1), None, mods=("HI",))
+    assert int(high) == 2
+
+
+def test_shf_funnel_shifts():
+    assert int(alu("SHF", U32(0x12345678), U32(4), U32(0), mods=("L", "U32"))[0]) == 0x23456780
+    assert int(alu("SHF", U32(0x12345678), U32(4), U32(0xABCD), mods=("L", "U64", "HI"))[0]) == 0xABCD1
+    assert int(alu("SHF", U32(0), U32(0x1F), U32(0x80000000), mods=("R", "S32", "HI"))[0]) == 0xFFFFFFFF
+    assert int(alu("SHF", U32(0x10), U32(1), U32(3), mods=("R", "U64"))[0]) == 0x80000008
+    assert int(alu("SHF", U32(0), U32(40), U32(0x80000000), mods=("R", "U32", "HI"))[0]) == 0
+
+
+def test_isetp_ex_finishes_a_64_bit_comparison():
+    # (hi, lo) = (1, 0) >= (0, 5) unsigned: low-word GE is false, high word decides
+    low_ge, _ = alu("ISETP", U32(0), U32(5), True, None, mods=("GE", "U32", "AND"))
+    high, _ = alu("ISETP", U32(1), U32(0), True, bool(low_ge), mods=("GE", "U32", "AND", "EX"))
+    assert (bool(low_ge), bool(high)) == (False, True)
+    ne_low, _ = alu("ISETP", U32(1), U32(1), True, None, mods=("NE", "U32", "AND"))
+    ne, _ = alu("ISETP", U32(2), U32(2), True, bool(ne_low), mods=("NE", "AND", "EX"))
+    assert not bool(ne)
+    lt, not_lt = alu("ISETP", U32(0xFFFFFFFF), U32(0), True, None, mods=("LT", "AND"))
+    assert (bool(lt), bool(not_lt)) == (True, False)
+
+
+def test_lop3_truth_table_and_predicate():
+    pred, value = alu("LOP3", U32(0xF0F0), U32(0xFF00), U32(0), U32(0xC0), None)
+    assert (int(value), bool(pred)) == (0xF000, True)
+    pred, value = alu("LOP3", U32(1), U32(1), U32(0), U32(0x3C), None)
+    assert (int(value), bool(pred)) == (0, False)
+
+
+def test_half_immediates_pack_high_first():
+    module = Module(LISTING.format(line="HFMA2.MMA R3, -RZ, RZ, 1.875, 2.98023223876953125e-07 ;"), "k.sass")
+    plan = next(i for i in module.kernel().program.instrs if i.opcode.startswith("HFMA2")).info["sass"]
+    assert plan.sources[2].bits == 0x3F800005
+    (result,) = alu("HFMA2", U32(0x80008000), U32(0), U32(0x3F800005), mods=("MMA",))
+    assert int(result) == 0x3F800005
+
+
+def test_conversions_read_destination_then_source_types():
+    assert int(alu("I2F", U32(0xFFFFFFFF), mods=("U32", "RP"))[0]) == 0x4F800000
+    assert int(alu("I2F", U32(0xFFFFFFFF), mods=())[0]) == 0xBF800000
+    assert int(alu("F2I", U32(0x3FC00000), mods=("FTZ", "U32", "TRUNC", "NTZ"))[0]) == 1
+    assert int(alu("F2I", U32(0xC0200000), mods=("FLOOR",))[0]) == 0xFFFFFFFD
+    assert int(alu("F2F", U32(0x3F800000), mods=("F64", "F32"))[0]) == 0x3FF0000000000000
+
+
+def test_bit_counts_and_permutes():
+    assert int(alu("FLO", U32(0x00010000), mods=("U32",))[0]) == 16
+    assert int(alu("FLO", U32(0x00010000), mods=("U32", "SH"))[0]) == 15
+    assert int(alu("FLO", U32(0), mods=("U32",))[0]) == 0xFFFFFFFF
+    assert int(alu("POPC", U32(0xF0F0))[0]) == 8
+    assert int(alu("PRMT", U32(0x44332211), U32(0x0123), U32(0x88776655))[0]) == 0x11223344
+    assert int(alu("IMNMX", U32(0xFFFFFFFF), U32(1), True)[0]) == 0xFFFFFFFF
+    assert int(alu("IMNMX", U32(0xFFFFFFFF), U32(1), True, mods=("U32",))[0]) == 1
+    assert int(alu("VABSDIFF", U32(3), U32(10), U32(100), mods=("U32",))[0]) == 107
+
+
+def test_uniform_mnemonics_share_the_vector_semantics():
+    assert T.lookup("UIADD3") is T.lookup("IADD3") and T.lookup("ULEA") is T.lookup("LEA")
+    assert T.lookup("UFROB") is None
