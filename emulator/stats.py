@@ -306,6 +306,9 @@ class MemoryStats(Observer):
         else:
             requests, sectors = count_sectors(memory, addresses, threads, width, local=space == "local")
             slot[TRANSACTIONS] += sectors
+            if space == "local":
+                # one request per interleaved 32-bit row: the H100 counts an LDL.64 as two (localarray)
+                requests *= max(width // 4, 1)
             if _whole_warps(threads, n):
                 slot[IDEAL] += requests * ((WARP * width + SECTOR - 1) // SECTOR)
             else:
