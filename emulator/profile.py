@@ -282,6 +282,13 @@ def describe_worst(report: LineReport, ptx_path: str) -> str:
 
 # ---- command ----
 
+def _print_replacing_unencodable(text: str) -> None:
+    """Print text; characters the terminal's encoding lacks (CUDA comments in any language) become '?'."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    sys.stdout.write(text.encode(encoding, errors="replace").decode(encoding) + "\n")
+    sys.stdout.flush()
+
+
 def default_arguments(params: List[ir.KernelParam], grid, block) -> Tuple[list, str]:
     """Arguments for a launch given without --arg: zeroed buffers for 64-bit (pointer) parameters,
     the thread count for integer scalars, 1.0 for floating-point ones; and a note saying so."""
@@ -330,8 +337,7 @@ def command_profile(options) -> int:
     name = plain_name(kernel.program.name)
     title = launch_title(name, launch_stats.grid, launch_stats.block, stats.bank_bytes).replace(
         "gpuemu stats:", "gpuemu profile:") + f"  {options.file}"
-    sys.stdout.flush()
-    print(render_text(profile, title))
+    _print_replacing_unencodable(render_text(profile, title))
     if options.json:
         report = launch_stats.as_dict()
         report.update(profile.kernel_counters)
@@ -374,7 +380,7 @@ span.badge { background: #b2182b; color: #fff; border-radius: 3px; padding: 0 5p
 ol.worst li { margin: 3px 0; font-size: 13px; }
 code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
 div.figures { display: flex; flex-wrap: wrap; gap: 32px; align-items: flex-start; }
-figure { margin: 0; } figcaption { font-size: 12px; color: #555; max-width: 620px; margin-top: 4px; }
+figure { margin: 0; max-width: 560px; } figcaption { font-size: 12px; color: #555; margin-top: 4px; }
 svg text { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 10px; fill: #333; }
 """
 
@@ -473,7 +479,7 @@ def _bar_chart(profile: Profile) -> str:
 def _grid_svg(matrix: np.ndarray, row_labels: List[str], column_title: str, peak: int,
               right_labels: Optional[List[str]] = None) -> str:
     rows, columns = matrix.shape
-    cell, left, top = 15, 64, 30
+    cell, left, top = 12, 56, 30
     right = 110 if right_labels else 10
     width, height = left + columns * cell + right, top + rows * cell + 8
     parts = [f"<svg width=\"{width}\" height=\"{height}\" role=\"img\" aria-label=\"{html.escape(column_title)}\">",
@@ -492,7 +498,7 @@ def _grid_svg(matrix: np.ndarray, row_labels: List[str], column_title: str, peak
             if value > 1:
                 colour = "#fff" if value / peak > 0.55 else "#333"
                 parts.append(f"<text x=\"{left + column * cell + (cell - 1) / 2:.1f}\" y=\"{y + cell - 4}\" "
-                             f"text-anchor=\"middle\" style=\"fill:{colour};font-size:8px\">{value}</text>")
+                             f"text-anchor=\"middle\" style=\"fill:{colour};font-size:7px\">{value}</text>")
         if right_labels:
             parts.append(f"<text x=\"{left + columns * cell + 6}\" y=\"{y + cell - 4}\">"
                          f"{html.escape(right_labels[row])}</text>")

@@ -356,16 +356,8 @@ class MemoryStats(Observer):
         result["divergent_branches"] = divergent
         result["branch_efficiency"] = _ratio(branches - divergent, branches, 100.0)
         result["barriers"] = barriers
-        wanted = set(pcs)
-        totals = {kind: [0] * 6 for kind in KINDS}
-        for (pc, kind), slot in self.access.items():
-            if pc in wanted:
-                total = totals[kind]
-                for index in range(MAX_CONTENTION):
-                    total[index] += slot[index]
-                total[MAX_CONTENTION] = max(total[MAX_CONTENTION], slot[MAX_CONTENTION])
         for kind in KINDS:
-            result.update(_kind_counters(kind, totals[kind]))
+            result.update(_kind_counters(kind, self._totals(pcs, kind)))
         return result
 
     def kernel_counters(self) -> Dict[str, object]:
@@ -376,9 +368,7 @@ class MemoryStats(Observer):
 
     def kinds_of(self, pcs) -> List[str]:
         """The access kinds these instructions made, in table order."""
-        wanted = set(pcs)
-        present = {kind for (pc, kind) in self.access if pc in wanted}
-        return [kind for kind in KINDS if kind in present]
+        return [kind for kind in KINDS if any((pc, kind) in self.access for pc in pcs)]
 
     def lines(self) -> Dict[int, List[int]]:
         """PTX line → the pcs on it (every instruction of the kernel and the functions it calls)."""
