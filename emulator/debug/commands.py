@@ -28,7 +28,6 @@ _EXCEPTIONS = {"misaligned": ("CUDA_EXCEPTION_6", "Warp Misaligned Address"),
                "illegal": ("CUDA_EXCEPTION_14", "Warp Illegal Address")}
 _UNITS = {"b": 1, "h": 2, "w": 4, "g": 8}
 _PER_LINE = {1: 8, 2: 8, 4: 4, 8: 2}
-_STATE_WORDS = {RUNNING: "active", AT_BARRIER: "at barrier", EXITED: "exited"}
 
 
 def dims(values: Sequence[int]) -> str:
@@ -72,7 +71,7 @@ class LaneContext(Context):
     def convenience(self, name: str):
         session = self.session
         if name == "$pc":
-            batch = self._batch()
+            self._batch()
             pcs, _ = session.states.of(self.lanes)
             return np.array([code_address(int(pc)) if pc >= 0 else 0 for pc in pcs], dtype=np.uint64)
         history = re.fullmatch(r"\$(\$?)(\d*)", name)
@@ -102,7 +101,7 @@ class LaneContext(Context):
 
     def symbol(self, name: str):
         session = self.session
-        batch = self._batch()
+        self._batch()
         program = session.program
         for param in program.params:
             if name in (param.name, param.name.rsplit("_", 2)[-2] + "_" + param.name.rsplit("_", 1)[-1]):
@@ -222,11 +221,11 @@ class Session:
         elif kind == "error":
             error = payload
             if isinstance(error, DeviceError):
-                self.say(error.report if error.report != error.summary else error.summary)
+                if not (engine.fault_stop is not None and engine.fault_stop.error.cuda_error == error.cuda_error):
+                    self.say(error.report)
                 self.say(f"[Termination of CUDA Kernel {self.kernels} ({self._kernel_title()}) on Device 0 "
                          f"with {error.cuda_error}]")
             else:
-                self.engine = None
                 raise DebugError(str(error))
 
     def _plan(self, mode: str, count: int = 1) -> Plan:
@@ -234,7 +233,9 @@ class Session:
         focus = self._focus()
         first = focus - focus % 32
         _, sel = self.engine.current()
-        skip = sel is None or not contains(sel, first, first + 32)
+        _, states = self.states.of(np.arange(first, first + 32, dtype=np.int64))
+        running = bool(np.any(states == RUNNING))
+        skip = running and (sel is None or not contains(sel, first, first + 32))
         return Plan(mode, (first, first + 32), count=count, skip=skip,
                     base_depth=Engine.depth_of(batch, focus))
 
@@ -322,7 +323,7 @@ class Session:
         else:
             self.say(f"{self._where(instr)}   {text}")
         self.last_function = instr.function
-        if instr.source is not None and (full or instr.source != self.last_source):
+        if instr.source is not None and instr.source[1] > 0 and (full or instr.source != self.last_source):
             path, line = instr.source
             source = self._source_text(path, line)
             self.say(f"{os.path.basename(path)}:{line}" + (f"   {source}" if source else ""))
@@ -346,7 +347,7 @@ class Session:
             self.say(f"\n{kind} {breakpoint.number}, {self._frame_name(instr.function)} at {self._where(instr)}"
                      f"   {one_line(instr.text)}")
             self.last_function = instr.function
-            if instr.source is not None:
+            if instr.source is not None and instr.source[1] > 0:
                 path, line = instr.source
                 source = self._source_text(path, line)
                 self.say(f"{os.path.basename(path)}:{line}" + (f"   {source}" if source else ""))
@@ -799,8 +800,7 @@ class Session:
         try:
             number = int(text)
         except ValueError:
-            raise DebugError(f'Convenience variable must have integer value.\nArgs must be numbers or "$" variables.') \
-                from None
+            raise DebugError(f'Args must be breakpoint numbers, not "{text}".') from None
         for item in self.breakpoints + self.watchpoints:
             if item.number == number:
                 return item
@@ -941,7 +941,7 @@ class Session:
 
     def cmd_x(self, arg: str, repeat: bool) -> None:
         batch = self._require_running()
-        if repeat and self.x_state is not None:
+        if (repeat or not arg) and self.x_state is not None:
             space, address, count, fmt, unit = self.x_state
         else:
             count, fmt, unit = 1, (self.x_state[3] if self.x_state else "x"), None
@@ -963,7 +963,9 @@ class Session:
                 raise DebugError("Argument required (starting display address).")
             address = int(np.asarray(self.evaluate(expression, self._lanes(None))[0]).astype(np.uint64))
             if unit is None:
-                unit = 8 if fmt == "a" else 1 if fmt == "c" else (self.x_state[4] if self.x_state else 4)
+                last = self.x_state[4] if self.x_state else 4
+                unit = 8 if fmt == "a" else 1 if fmt == "c" else (last if last in (4, 8) else 4) if fmt == "f" \
+                    else last
         focus = self._focus()
         cta, thread = focus // batch.tpc_pad, focus
         if fmt == "i":
@@ -1462,7 +1464,7 @@ class Session:
         previous = words if ending else words[:-1]
         if not previous:
             names = sorted(set(self.commands) | set(self.aliases))
-            return [name for name in names if name.startswith(current)]
+            return [name + " " for name in names if name.startswith(current)]
         try:
             command = self.resolve(previous[0]).name
         except DebugError:
@@ -1475,13 +1477,15 @@ class Session:
             elif previous[1] == "cuda" and len(previous) == 2:
                 pool = ["barriers", "blocks", "kernels", "lanes", "warps"]
             elif previous[1].startswith("reg"):
-                pool = self.registers.names()
+                return [name for name in self.registers.names() if name.startswith(current)]
             else:
                 pool = []
         elif command == "cuda":
             pool = ["block", "thread", "warp", "lane", "kernel"]
         elif command == "help":
             pool = sorted(self.commands)
+        if command in ("info", "cuda", "help"):
+            return [item + " " for item in pool if item.startswith(current)]
         elif command in ("break", "tbreak", "list") and "if" not in previous:
             pool = sorted(self.program.labels) + sorted({plain_name(f) for f in self.program.functions})
             pool += [f"{self.ptx_name}:"] + sorted({os.path.basename(path) + ":" for path in self.program.files.values()})

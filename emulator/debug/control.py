@@ -10,8 +10,8 @@ from __future__ import annotations
 import queue
 import signal
 import threading
-from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -86,7 +86,6 @@ class Plan:
     count: int = 1
     skip: bool = False
     base_depth: int = 0
-    stopped: List[Stop] = field(default_factory=list)
 
 
 def contains(sel, first: int, stop: int) -> bool:
@@ -194,8 +193,9 @@ class Engine:
             if plan is None:
                 plan = self._plans[instr.pc] = destinations(instr)
             self.pending = capture(batch, instr, sel, warps, plan)
+        stepping_over = self.paused_kind == "retire" and instr.pc == self.paused_pc
         self.paused_sel, self.paused_pc, self.paused_kind = sel, instr.pc, "step"
-        stop = self.check(batch, instr.pc, sel)
+        stop = self.check(batch, instr.pc, sel, breakpoints=not stepping_over)
         if stop is not None:
             self._pause(stop)
 
@@ -233,12 +233,13 @@ class Engine:
             raise Abandon()
 
     # ---- stop conditions (live and replayed) ----
-    def check(self, batch, pc: int, sel) -> Optional[Stop]:
-        """Whether to stop before the step at pc runs for sel."""
+    def check(self, batch, pc: int, sel, breakpoints: bool = True) -> Optional[Stop]:
+        """Whether to stop before the step at pc runs for sel (breakpoints=False: as gdb resuming from a
+        stop at a breakpoint's address, which it steps over)."""
         if self.interrupt:
             self.interrupt = False
             return Stop("interrupt", pc, sel, thread=self._focus_thread_in(sel))
-        breakpoints = self.session.breakpoints_at.get(pc)
+        breakpoints = self.session.breakpoints_at.get(pc) if breakpoints else None
         if breakpoints:
             stop = self._breakpoint_stop(batch, pc, sel, breakpoints)
             if stop is not None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -51,7 +51,7 @@ def parse_expression(text: str):
         nonlocal position
         kind, value = peek()
         if kind is None:
-            raise DebugError(f"A syntax error in expression, near `'.")
+            raise DebugError("A syntax error in expression, near `'.")
         position += 1
         if kind == "number":
             return ("num", _number(value))
@@ -316,8 +316,3 @@ def parse_format(text: str) -> Tuple[Optional[str], str]:
     return letters, rest.strip()
 
 
-def lane_callable(function: Callable, lanes: np.ndarray) -> np.ndarray:
-    """Values of a per-thread special register (array or a function of the selection) on some lanes."""
-    value = function(lanes) if callable(function) else function
-    array = np.asarray(value)
-    return array if array.ndim == 0 else array[lanes]

@@ -1,0 +1,349 @@
+"""`gpuemu debug` as people drive it: scripted sessions against reviewed transcripts, printed values against
+numpy and the H100, reverse execution restoring the exact machine state, and one real terminal session.
+
+Transcripts live in tests/debugger_sessions/ (NAME.gdb: the command line on its first line, then the
+commands; NAME.out: the reviewed transcript). Regenerate them on purpose only, and review the diff:
+GPUEMU_REGENERATE_SESSIONS=1 python -m pytest tests/test_debugger.py -k transcript
+"""
+import io
+import os
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from emulator import cli
+from emulator.cli import build_parser
+from emulator.debug.commands import Session
+from emulator.debug.control import Engine, Plan
+from emulator.debug.expr import DebugError, evaluate, format_lanes, format_scalar, parse_expression
+from emulator.debugger import command_debug
+
+ROOT = Path(__file__).resolve().parents[1]
+SESSIONS = ROOT / "tests" / "debugger_sessions"
+DOT = ROOT / "examples" / "dot"
+DOT_ARGS = ["examples/dot/dot.ptx", "--kernel", "dot", "--grid", "2", "--block", "256",
+            "--arg", "@examples/dot/inputs/a.npy", "--arg", "@examples/dot/inputs/b.npy",
+            "--arg", "zeros:f32:2", "--arg", "i32:8192"]
+
+
+def debug(argv, script):
+    """(exit status, transcript) of `gpuemu debug ARGV < script`, stdout and stderr in one stream."""
+    options = build_parser().parse_args(["debug", *argv])
+    out = io.StringIO()
+    status = command_debug(options, stdin=io.StringIO(script), stdout=out, stderr=out)
+    return status, out.getvalue()
+
+
+def values_of(transcript, number):
+    """The values printed as $number (one, or the lanes of `{...}`)."""
+    line = re.search(rf"^\${number} = (.*)$", transcript, re.M).group(1)
+    return [float(v) for v in line.strip("{}").split(", ")]
+
+
+def dot_partial_sums(blocks=2, threads=256, n=8192):
+    """Each thread's `temp` at __syncthreads(): fma chains in float32 (exact in float64: integer inputs)."""
+    a = np.load(DOT / "inputs" / "a.npy").astype(np.float64)
+    b = np.load(DOT / "inputs" / "b.npy").astype(np.float64)
+    assert np.all(a == np.round(a)) and np.all(b == np.round(b))
+    sums = np.zeros(blocks * threads, dtype=np.float32)
+    stride = blocks * threads
+    for tid in range(stride):
+        temp = np.float32(0)
+        for i in range(tid, n, stride):
+            temp = np.float32(a[i] * b[i] + np.float64(temp))
+        sums[tid] = temp
+    return sums
+
+
+def ptx_line(path, text):
+    return next(number for number, line in enumerate(Path(path).read_text().splitlines(), 1) if text in line)
+
+
+# ---- reviewed transcripts ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("script", sorted(SESSIONS.glob("*.gdb")), ids=lambda path: path.stem)
+def test_scripted_session_transcript_matches_the_reviewed_one(script, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    text = script.read_text()
+    header = text.splitlines()[0]
+    assert header.startswith("# gpuemu debug ")
+    status, transcript = debug(shlex.split(header[len("# gpuemu debug "):]) + ["--batch"], text)
+    transcript += f"[exit status {status}]\n"
+    expected = script.with_suffix(".out")
+    if os.environ.get("GPUEMU_REGENERATE_SESSIONS") == "1":
+        expected.write_text(transcript)
+    assert transcript == expected.read_text()
+
+
+# ---- values against independent references -------------------------------------------------------------
+
+def test_print_all_lanes_and_examined_shared_memory_are_the_numpy_partial_sums(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    sums = dot_partial_sums()
+    _, transcript = debug(DOT_ARGS, "break 74\nrun\ncuda block 1 thread 37\nprint %f13 @all\nprint %f13\n"
+                                    "x/8wx @shared 0x0\nprint %r3 @all\n")
+    assert values_of(transcript, 1) == list(sums[256 + 32:256 + 64])
+    assert values_of(transcript, 2) == [sums[256 + 37]]
+    assert values_of(transcript, 3) == list(range(32, 64))
+    words = re.findall(r"^@shared 0x[0-9a-f]+:\t(.*)$", transcript, re.M)
+    shown = [int(word, 16) for line in words for word in line.split("\t")]
+    assert shown == [int(bits) for bits in sums[256:264].view(np.uint32)]
+
+
+def test_watchpoint_names_the_writing_thread_and_pc_with_old_and_new_values(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    sums = dot_partial_sums()
+    _, transcript = debug(DOT_ARGS, "break 74\nrun\nwatch @shared 0x40\ncontinue\n")
+    store_line = ptx_line(DOT / "dot.ptx", "st.shared.f32 \t[%r8], %f10;")
+    old, new = sums[16], np.float32(sums[16] + sums[16 + 128])
+    assert f"Old value = {float(old):.9g}\nNew value = {float(new):.9g}\n" in transcript
+    assert f"Written by block (0,0,0) thread (16,0,0) at dot.ptx:{store_line}" in transcript
+    assert "thread (16,0,0), device 0, sm 0, warp 0, lane 16]" in transcript
+
+
+def test_focus_message_has_cuda_gdb_layout(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    _, transcript = debug(DOT_ARGS, "break 74\nrun\ncuda block 1 thread 3\n")
+    assert ("[Switching focus to CUDA kernel 1, grid 1, block (1,0,0), thread (3,0,0), device 0, sm 1, "
+            "warp 0, lane 3]") in transcript
+
+
+def test_divergent_lanes_show_in_info_cuda_warps(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    folder = "examples/reduce_divergent_sync"
+    _, transcript = debug([f"{folder}/reduce_divergent_sync.ptx", "--grid", "1", "--block", "256",
+                           "--arg", f"@{folder}/inputs/a.npy", "--arg", f"@{folder}/inputs/b.npy",
+                           "--arg", "zeros:f32:1", "--arg", "i32:256"],
+                          "break 89 if %r22 == 16\nrun\ninfo cuda warps\n")
+    # i = 16: lanes 0-15 of warp 0 take the if, lanes 16-31 wait at its end
+    row = next(line for line in transcript.splitlines() if line.startswith("*  0"))
+    assert row.split()[2:4] == ["0x0000ffff", "0xffff0000"]
+
+
+def test_a_session_that_reverses_and_replays_still_ends_with_the_h100_result(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    argv = ["examples/dot/dot.ptx", "--grid", "32", "--block", "256", "--arg", "@examples/dot/inputs/a.npy",
+            "--arg", "@examples/dot/inputs/b.npy", "--arg", "zeros:f32:32", "--arg", "i32:33792",
+            "--out", str(tmp_path)]
+    status, transcript = debug(argv + ["--batch"], "break 96\nrun\ncontinue\ncontinue\nreverse-continue\n"
+                                                   "reverse-step 7\nstep 3\nreverse-continue\ndelete\ncontinue\n")
+    assert status == 0 and "[Termination of CUDA Kernel 1" in transcript
+    expected = np.load(DOT / "expected" / "dot" / "arg2.npy")
+    assert np.load(tmp_path / "arg2.npy").tobytes() == expected.tobytes()
+
+
+# ---- reverse execution restores the exact state --------------------------------------------------------
+
+def machine_state(session):
+    batch = session.batch
+    memory = batch.memory
+    state = [register.copy() for register in batch.regs] + [batch.cc.copy(), batch.status.copy(),
+                                                             batch.bar_arrived.copy(), batch.live.copy()]
+    state += [memory.shared_bytes(cta).copy() for cta in range(batch.n_ctas)]
+    state += [memory.local_bytes(thread).copy() for thread in range(batch.n)]
+    state += [memory.read(a.address, a.size) for a in memory.allocations() if not a.freed and a.kind == "global"]
+    if batch.depth is not None:
+        state += [batch.depth.copy(), batch.stack_pc.copy()]
+    return state
+
+
+def same(first, second):
+    return len(first) == len(second) and all(a.dtype == b.dtype and a.tobytes() == b.tobytes()
+                                             for a, b in zip(first, second))
+
+
+REVERSIBLE = {
+    "shared and barriers": (DOT_ARGS, "break 74", 40),
+    "local memory": (["examples/localarray/localarray.ptx", "--grid", "4", "--block", "64", "--arg",
+                      "@examples/localarray/inputs/values_small.npy", "--arg", "zeros:u32:256"],
+                     "break 94", 60),
+    "calls and returns": (["tests/kernels/machine.ptx", "--kernel", "call_collatz", "--grid", "1", "--block", "64",
+                           "--arg", "zeros:i32:64", "--arg", "i32:5"], "break 429", 30),
+    "divergent barrier and exits": (["examples/reduce_divergent_sync/reduce_divergent_sync.ptx", "--grid", "1",
+                                     "--block", "256", "--arg", "@examples/reduce_divergent_sync/inputs/a.npy",
+                                     "--arg", "@examples/reduce_divergent_sync/inputs/b.npy", "--arg",
+                                     "zeros:f32:1", "--arg", "i32:256"], "break 89 if %r22 == 16", 40),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REVERSIBLE))
+def test_reverse_step_restores_the_exact_registers_memory_and_scheduler_state(case, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    argv, breakpoint, steps = REVERSIBLE[case]
+    out = io.StringIO()
+    session = Session(build_parser().parse_args(["debug", *argv]), out, out)
+    try:
+        for line in (breakpoint, "run", "delete"):
+            assert session.execute(line), out.getvalue()
+        before = machine_state(session)
+        assert session.execute(f"stepi {steps}"), out.getvalue()
+        after = machine_state(session)
+        assert not same(before, after)
+        assert session.execute(f"reverse-stepi {steps}"), out.getvalue()
+        assert same(machine_state(session), before)
+        assert session.execute(f"stepi {steps}"), out.getvalue()
+        assert same(machine_state(session), after)
+    finally:
+        session.execute("kill")
+
+
+def test_reverse_execution_stops_at_the_start_of_a_short_history(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    _, transcript = debug(DOT_ARGS + ["--history", "50"], "break 96\nrun\nreverse-continue\nprint $pc\n")
+    assert "\nNo more reverse-execution history.\n" in transcript
+    _, transcript = debug(DOT_ARGS + ["--history", "0"], "break 96\nrun\nreverse-step\n")
+    assert "recording is off (--history 0)" in transcript
+
+
+class Unattended:
+    """The session side of an Engine with no breakpoints, watchpoints or focus."""
+    breakpoints_at = {}
+    watchpoints = []
+    focus_thread = None
+
+
+def test_history_keeps_the_last_100000_warp_instructions_at_a_bounded_cost():
+    import emulator
+    kernel = emulator.load(ROOT / "examples" / "collatz" / "collatz.ptx").kernel("collatz")
+    engine = Engine(Unattended(), kernel, [np.zeros(4096, np.uint32), np.uint64(1)], (16, 1, 1), (256, 1, 1),
+                    shared=0, max_steps=10 ** 8, max_dynamic_shared=None, history_limit=100_000)
+    event, stats = engine.start(Plan("continue"))
+    history = engine.history
+    assert event == "finished" and stats.warp_instructions > 150_000 and history.dropped > 0
+    widest = max(record.warps for record in history.records)
+    assert 100_000 <= history.warps < 100_000 + widest
+    assert history.nbytes / history.warps < 600
+
+
+# ---- expressions and formats ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, value", [
+    ("1 + 2 * 3", 7), ("(1 + 2) * 3", 9), ("7 / -2", -3), ("-7 / 2", -3), ("7 % -2", 1), ("-7 % 2", -1),
+    ("1 << 4 | 1", 17), ("6 & 3 == 2", 0), ("2 + 3 * 4 == 14 && !(1 > 2)", 1), ("0x10 + 010", 24),
+    ("~0 & 0xff", 255), ("1 || 1 / 1", 1), ("3 > 2 > 1", 0),
+])
+def test_expressions_follow_c_precedence_and_integer_division(text, value):
+    assert int(evaluate(parse_expression(text), None)) == value
+
+
+@pytest.mark.parametrize("value, fmt, shown", [
+    (np.int32(-1), "x", "0xffffffff"), (np.int32(37), "t", "100101"), (np.int32(37), "o", "045"),
+    (np.uint32(0x4e2cd2ad), "f", "724872000"), (np.float32(1.5), "x", "0x3fc00000"), (np.float32(0.1), None, "0.100000001"),
+    (np.float64(0.1), None, "0.10000000000000001"), (np.uint32(4294967295), "d", "-1"), (np.int32(65), "c", "65 'A'"),
+    (np.bool_(True), None, "true"), (np.array(0x7fc00000, np.uint32).view(np.float32)[()], None, "nan(0x400000)"),
+    (np.float32(-np.inf), None, "-inf"),
+])
+def test_values_print_in_gdb_formats(value, fmt, shown):
+    assert format_scalar(value, fmt) == shown
+
+
+def test_runs_of_ten_equal_lanes_print_as_repeats():
+    assert format_lanes(["0"] * 16 + ["1", "2"]) == "{0 <repeats 16 times>, 1, 2}"
+    assert format_lanes(["3"] * 9) == "{" + ", ".join(["3"] * 9) + "}"
+
+
+def test_bad_expressions_answer_with_one_line():
+    for text in ("1 +", "(1", "1 $ 2", "1 / 0"):
+        with pytest.raises(DebugError) as error:
+            evaluate(parse_expression(text), None)
+        assert "\n" not in str(error.value)
+
+
+# ---- the command line ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["missing.ptx", "--grid", "1", "--block", "32"], "no such file"),
+    (["examples/dot/dot.ptx", "--grid", "1", "--block", "32", "--arg", "zeros:f32:4"], "takes 4 arguments, 1 given"),
+    (DOT_ARGS + ["-x", "missing.gdb"], "cannot read the command file"),
+])
+def test_bad_command_lines_are_one_line_with_status_2(argv, fragment, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["debug", *argv]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_batch_scripts_run_from_x_files_and_report_failures_in_the_exit_status(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    good, bad = tmp_path / "good.gdb", tmp_path / "bad.gdb"
+    good.write_text("break 74\nrun\nprint %tid.x\n")
+    bad.write_text("break 74\nrun\nprint %nosuch\n")
+    status, transcript = debug(DOT_ARGS + ["-x", str(good), "--batch"], "print 999\n")
+    assert status == 0 and "(gpuemu) print %tid.x\n$1 = 0\n" in transcript and "999" not in transcript
+    status, transcript = debug(DOT_ARGS + ["-x", str(bad), "--batch"], "")
+    assert status == 1 and "No register %nosuch in dot." in transcript
+
+
+def test_empty_lines_repeat_and_unambiguous_prefixes_resolve(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    _, transcript = debug(DOT_ARGS, "break 74\nru\nstepi\n\n\ncont\n")
+    assert "dot.ptx:76   shr.u32" in transcript and "dot.ptx:78   setp.eq" in transcript
+    assert "dot.ptx:79   @%p3 bra" in transcript and "[Termination of CUDA Kernel 1" in transcript
+
+
+# ---- a real terminal -----------------------------------------------------------------------------------
+
+def test_terminal_session_has_a_prompt_completion_history_and_ctrl_c():
+    pexpect = pytest.importorskip("pexpect")
+    env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", PYTHONPATH=str(ROOT))
+    child = pexpect.spawn(sys.executable, ["-m", "emulator", "debug", *DOT_ARGS], cwd=str(ROOT), env=env,
+                          encoding="utf-8", timeout=30, dimensions=(40, 120))
+    try:
+        child.expect_exact("(gpuemu)")
+        child.send("bre\t")                      # completes to "break "
+        child.expect_exact("break")
+        child.send("74\r")
+        child.expect_exact("Breakpoint 1 at 0x1d0: file dot.ptx, line 74.")
+        child.send("run\r")
+        child.expect_exact("Breakpoint 1, dot<<<(2,1,1),(256,1,1)>>> at dot.ptx:74")
+        child.send("print %tid.x\r")
+        child.expect_exact("$1 = 0")
+        child.send("\x1b[A")                     # up arrow: the last command again
+        child.expect_exact("print %tid.x")
+        child.send("\r")
+        child.expect_exact("$2 = 0")
+        child.send("info cuda wa\t\r")           # completes to "info cuda warps "
+        child.expect_exact("Wp Active Lanes Mask")
+        child.send("quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+def test_ctrl_c_interrupts_a_kernel_that_never_ends():
+    pexpect = pytest.importorskip("pexpect")
+    env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", PYTHONPATH=str(ROOT))
+    child = pexpect.spawn(sys.executable, ["-m", "emulator", "debug", "tests/kernels/machine.ptx", "--kernel",
+                                           "forever", "--grid", "1", "--block", "32", "--arg", "zeros:i32:1",
+                                           "--max-steps", "1000000000"],
+                          cwd=str(ROOT), env=env, encoding="utf-8", timeout=30, dimensions=(40, 120))
+    try:
+        child.expect_exact("(gpuemu)")
+        child.send("run\r")
+        child.expect_exact("[Launch of CUDA Kernel 1")
+        time.sleep(0.5)
+        child.sendintr()
+        child.expect_exact("Program received signal SIGINT, Interrupt.")
+        child.expect_exact("forever<<<(1,1,1),(32,1,1)>>> at machine.ptx:")
+        child.send("kill\r")
+        child.expect_exact("killed]")
+        child.send("quit\r")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+def test_printf_output_in_a_session_is_the_h100_output(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    _, transcript = debug(["examples/printf/printf.ptx", "--grid", "2", "--block", "4", "--arg", "f32:1.5"],
+                          "break 78\nrun\ndelete\ncontinue\n")
+    printed = [line for line in transcript.splitlines() if line.startswith("block ")]
+    expected = (ROOT / "examples" / "printf" / "expected" / "printf" / "stdout.txt").read_text().splitlines()
+    assert printed == expected
