@@ -328,3 +328,117 @@ def test_bit_counts_and_permutes():
 def test_uniform_mnemonics_share_the_vector_semantics():
     assert T.lookup("UIADD3") is T.lookup("IADD3") and T.lookup("ULEA") is T.lookup("LEA")
     assert T.lookup("UFROB") is None
+
+
+# ---- barrier counts, predicate files, half conversions, shared CAS loops ------------------------------------
+
+MISC_LISTING = """
+	code for sm_90
+		Function : _Z4miscPKfPj
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_TID.X ;
+        /*0020*/                   ULDC.64 UR4, c[0x0][0x208] ;
+        /*0030*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0040*/                   IMAD.WIDE.U32 R2, R0, 0x4, R2 ;
+        /*0050*/                   LDG.E R4, desc[UR4][R2.64] ;
+        /*0060*/                   LOP3.LUT R5, R0, 0x1, RZ, 0xc0, !PT ;
+        /*0070*/                   ISETP.NE.U32.AND P0, PT, R5, RZ, PT ;
+        /*0080*/                   BAR.RED.POPC.DEFER_BLOCKING 0x0, P0 ;
+        /*0090*/                   B2R.RESULT R6 ;
+        /*00a0*/                   FRND.FLOOR R7, R4 ;
+        /*00b0*/                   F2FP.F16.F32.PACK_AB R8, RZ, R4 ;
+        /*00c0*/                   HADD2.F32 R9, -RZ, R8.H0_H0 ;
+        /*00d0*/                   SGXT R10, R0, 0x3 ;
+        /*00e0*/                   ISETP.GT.U32.AND P1, PT, R0, 0x3, PT ;
+        /*00f0*/                   P2R R11, PR, RZ, 0x3 ;
+        /*0100*/                   R2P PR, R11, 0x2 ;
+        /*0110*/                   SEL R12, RZ, 0x1, !P1 ;
+        /*0120*/                   S2UR UR6, SR_CgaCtaId ;
+        /*0130*/                   UMOV UR7, 0x400 ;
+        /*0140*/                   ULEA UR6, UR6, UR7, 0x18 ;
+        /*0150*/                   LDS R13, [UR6] ;
+        /*0160*/                   FADD R14, R13, R4 ;
+        /*0170*/                   ATOMS.CAST.SPIN P2, [UR6], R13, R14 ;
+        /*0180*/              @!P2 BRA 0x150 ;
+        /*0190*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*01a0*/                   LDS R15, [UR6] ;
+        /*01b0*/                   LDC.64 R2, c[0x0][0x218] ;
+        /*01c0*/                   IMAD R5, R0, 0x8, RZ ;
+        /*01d0*/                   IMAD.WIDE.U32 R2, R5, 0x4, R2 ;
+        /*01e0*/                   STG.E desc[UR4][R2.64], R6 ;
+        /*01f0*/                   STG.E desc[UR4][R2.64+0x4], R7 ;
+        /*0200*/                   STG.E desc[UR4][R2.64+0x8], R8 ;
+        /*0210*/                   STG.E desc[UR4][R2.64+0xc], R9 ;
+        /*0220*/                   STG.E desc[UR4][R2.64+0x10], R10 ;
+        /*0230*/                   STG.E desc[UR4][R2.64+0x14], R11 ;
+        /*0240*/                   STG.E desc[UR4][R2.64+0x18], R12 ;
+        /*0250*/                   STG.E desc[UR4][R2.64+0x1c], R15 ;
+        /*0260*/                   EXIT ;
+        /*0270*/                   BRA 0x270;
+"""
+
+
+def test_barrier_count_predicate_file_half_conversions_and_shared_cas_loop():
+    n = 40
+    x = (np.arange(n, dtype=np.float32) - 7.3) * np.float32(0.75)
+    out = np.zeros((n, 8), np.uint32)
+    Module(MISC_LISTING, "misc.sass").kernel().launch(1, n, [x, out])
+    tid = np.arange(n)
+    assert (out[:, 0] == n // 2).all()
+    assert np.array_equal(out[:, 1].view(np.float32), np.floor(x))
+    assert np.array_equal(out[:, 2], x.astype(np.float16).view(np.uint16))
+    assert np.array_equal(out[:, 3].view(np.float32), x.astype(np.float16).astype(np.float32))
+    assert np.array_equal(out[:, 4].view(np.int32), np.where(tid & 4, (tid & 7) - 8, tid & 7))
+    assert np.array_equal(out[:, 5], (tid & 1) | ((tid > 3) << 1))
+    assert np.array_equal(out[:, 6], (tid > 3).astype(np.uint32))
+    total = np.float32(0)
+    for value in x:
+        total = np.float32(total + value)
+    assert out[0, 7].view(np.float32) == total
+
+
+# ---- float and double division through cuobjdump's slow-path subroutines ------------------------------------
+
+DIVIDE_STORES = """        /*0360*/                   LDC.64 R2, c[0x0][0x218] ;
+        /*0370*/                   ULDC.64 UR4, c[0x0][0x208] ;
+        /*0380*/                   IMAD.WIDE R2, R15, 0x4, R2 ;
+        /*0390*/                   STG.E desc[UR4][R2.64], R10 ;
+        /*03a0*/                   LDC.64 R6, c[0x0][0x220] ;
+        /*03b0*/                   IMAD.WIDE R6, R15, 0x8, R6 ;
+        /*03c0*/                   STG.E.64 desc[UR4][R6.64], R4 ;
+        /*03d0*/                   EXIT ;"""
+
+
+def divide_listing() -> str:
+    """printf.sm_90.sass with its vprintf call (0x360-0x57f) replaced by stores of f = scale*(gid+1)/3.0f and
+    e = 1.0/(gid+1); the division subroutines at 0x580 (double) and 0x800 (float) are kept as dumped."""
+    lines = []
+    for line in (ROOT / "examples" / "printf" / "printf.sm_90.sass").read_text().splitlines():
+        stripped = line.strip()
+        address = int(stripped[2:6], 16) if stripped.startswith("/*") and stripped[6:8] == "*/" else None
+        if address is not None and 0x360 <= address < 0x580:
+            if address == 0x360:
+                lines.append(DIVIDE_STORES)
+            continue
+        lines.append(line.replace("_Z11printValuesf", "_Z7divtestfPfPd"))
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("scale", [1.5, -7.25, 1e-38, 1e-44, 3e38, 0.0, np.inf, np.nan])
+def test_division_slow_paths_are_correctly_rounded(scale):
+    module = Module(divide_listing(), "divide.sass")
+    f, e = np.zeros(256, np.float32), np.zeros(256, np.float64)
+    calls = collections.Counter()
+
+    class Calls(Observer):
+        def step(self, batch, instr, sel, warps, lanes):
+            calls[instr.info.get("address")] += lanes
+
+    module.kernel().launch(2, 128, [np.float32(scale), f, e], observer=Calls())
+    count = np.arange(1, 257)
+    with np.errstate(all="ignore"):
+        want = (np.float32(scale) * count.astype(np.float32)) / np.float32(3)
+    assert np.array_equal(f, want, equal_nan=True)
+    assert np.array_equal(e, 1.0 / count)
+    if scale in (1e-44, 3e38, np.inf):
+        assert calls[0x800] > 0

@@ -14,7 +14,7 @@ import numpy as np
 from .. import executors
 from ..errors import LaunchError
 from ..executors import ALL, count_of, lanes_of, subselect, threads_of
-from ..memory import GLOBAL_BASE, SHARED_WINDOW, DeviceFault
+from ..memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
 from .operands import Address, ConstWord, Immediate, Pred, Special, Value
 
 U32, U64 = np.uint32, np.uint64
@@ -294,6 +294,9 @@ def address_reader(batch, ref: Address, space: str) -> Callable:
             total = total + np.asarray(uniform(sel)).astype(U64)
         if narrow:
             total = (total & U64(0xFFFFFFFF)) + U64(ADDRESS_HIGH)
+        elif space == "generic" and shared_base:
+            in_shared = (total >= U64(SHARED_WINDOW)) & (total < U64(SHARED_WINDOW + WINDOW_SIZE))
+            total = np.where(in_shared, total - shared_base, total)
         elif space in ("shared", "local"):
             total = total & U64(0xFFFFFFFF)
             if space == "shared" and shared_base:
@@ -372,6 +375,7 @@ def build_atomic(batch, instr, plan) -> Callable:
     where = address_reader(batch, plan.sources[0], plan.space)
     readers = [value_reader(batch, ref) for ref in plan.sources[1:]]
     write = value_writer(batch, plan.dests[0], plan.width * 8) if plan.dests else None
+    write_success = value_writer(batch, plan.dests[1], 1) if len(plan.dests) > 1 else None
     op, ty = plan.atomic
     view = _ATOMIC_VIEWS[ty]
     bits = U64 if plan.width == 8 else U32
@@ -394,6 +398,8 @@ def build_atomic(batch, instr, plan) -> Callable:
             raise _fault(batch, instr, fault, sel) from None
         if write is not None:
             write(sel, np.asarray(old).view(bits))
+        if write_success is not None:
+            write_success(sel, np.asarray(old) == a if op == "cas" else np.ones(n, dtype=bool))
     return execute
 
 

@@ -24,7 +24,7 @@ from . import syntax as S
 from .arch import Arch, arch_for
 from .mangle import parameter_types
 from .operands import Address, ConstWord, Immediate, Pred, Special, Value
-from .table import SassOp, lookup
+from .table import SassOp, lookup, p2r, r2p
 
 #: load/store/atomic mnemonics: (operation, state space)
 MEMORY = {
@@ -46,7 +46,7 @@ ATOMIC_OPS = {"ADD": "add", "MIN": "min", "MAX": "max", "INC": "inc", "DEC": "de
               "XOR": "xor", "EXCH": "exch", "CAS": "cas", "CAST": "cas"}
 #: instructions that only schedule, order memory or mark reconvergence: nothing to compute here
 NO_OPS = frozenset("NOP YIELD DEPBAR MEMBAR FENCE ERRBAR CGAERRBAR CCTL CCTLL NANOSLEEP SSY PBK PCNT BSSY BSYNC "
-                   "BREAK WARPSYNC BMOV PREEXIT ULDC_NOP TEXDEPBAR JOIN PRET PLONGJMP LEPC B2R".split())
+                   "BREAK WARPSYNC BMOV PREEXIT TEXDEPBAR JOIN PRET PLONGJMP LEPC".split())
 #: S2R names (SR_ and separators stripped, upper case) → the machine's special registers
 SPECIALS = {
     "TID.X": "tid.x", "TID.Y": "tid.y", "TID.Z": "tid.z", "CTAID.X": "ctaid.x", "CTAID.Y": "ctaid.y",
@@ -133,6 +133,8 @@ def _float_bits(value: float, width: int) -> int:
     return int(np.array(value, dtype=np.float32).view(np.uint32))
 
 
+P2R = SassOp("P2R", "", p2r)
+R2P = SassOp("R2P", "", r2p)
 _FLOAT_WORDS = {"INF": float("inf"), "QNAN": float("nan"), "NAN": float("nan"), "SNAN": float("nan")}
 
 
@@ -218,6 +220,9 @@ class _Lowering:
     # ---- operands ----
     def value(self, instr, operand, width: int = 32, kind: str = "int") -> Any:
         """A value source or destination: register (pair), immediate, constant word or special register."""
+        if isinstance(operand, tuple) and operand[0] == "halves":
+            high, low = (self.value(instr, part, 32, "h") for part in operand[1:])
+            return Immediate((high.bits << 16) | low.bits, 32)
         negate = absolute = invert = False
         while isinstance(operand, S.Modified):
             if operand.modifier == "-":
@@ -360,7 +365,7 @@ class _Lowering:
             else:
                 width = 64 if ("64" in suffixes or wide) and "U32" not in suffixes else 32
                 base = self._register_value(match, width, False, False, False, None)
-        if space == "shared":
+        if space in ("shared", "generic"):
             self.uses_shared = True
         if space == "local":
             self.local_ops = True
@@ -418,7 +423,9 @@ class _Lowering:
         fermi_sync = "S" in mods and self.arch.instruction_bytes == 8
         if fermi_sync:
             mods = tuple(m for m in mods if m != "S")
-        if base in ("BRA", "JMP", "CALL", "JCAL", "BRX"):
+        if base == "BRA" and "DIV" in mods:
+            self.emit(sass, address, ir.STRAIGHT, SassDecoded(base, mods), info={"sass": Plan("nop")})
+        elif base in ("BRA", "JMP", "CALL", "JCAL", "BRX"):
             self.lower_branch(sass, address, base, mods)
         elif base in ("EXIT", "KILL"):
             self.emit(sass, address, ir.EXIT, None)
@@ -443,6 +450,10 @@ class _Lowering:
             self.lower_const_load(sass, address, base, mods)
         elif base in MEMORY:
             self.lower_memory(sass, address, base, mods)
+        elif base == "B2R":
+            self.lower_barrier_result(sass, address, mods)
+        elif base in ("P2R", "R2P"):
+            self.lower_predicate_register(sass, address, base, mods)
         elif base in ("VOTE", "VOTEU"):
             self.lower_vote(sass, address, base, mods)
         elif base == "SHFL":
@@ -500,11 +511,12 @@ class _Lowering:
             return
         if "RED" in mods:
             reduction = next((m.lower() for m in mods if m in ("POPC", "AND", "OR")), "popc")
-            dest = ir.SinkRef()
-            if len(values) >= 2:
+            if self.arch.instruction_bytes == 8 and len(values) >= 2:
                 dest_value = self.value(sass, values[0])
                 dest = ir.RegRef(dest_value.regs[0]) if dest_value.regs[0] is not None else ir.SinkRef()
                 values = values[1:]
+            else:
+                dest = ir.RegRef(self.register("%barrier_result", "b32"))
             ids = [self.ptx_value(sass, v) for v in values[:2]] or [ir.ImmRef("int", 0)]
             pred = self.pred(sass, preds[0]) if preds else Pred(None)
             if pred.reg is None:
@@ -514,6 +526,38 @@ class _Lowering:
             self.emit(sass, address, ir.BARRIER, decode("bar", ("red", reduction, "u32")), [dest, *ids, pred_ref])
             return
         raise self.error(sass, f"unsupported barrier '{sass.opcode}'")
+
+    def lower_barrier_result(self, sass, address, mods) -> None:
+        """B2R.RESULT Rd[, Pd]: what the last BAR.RED computed (the count, or for .AND/.OR the vote)."""
+        values = [o for o in sass.operands if not self._is_pred(o)]
+        preds = [o for o in sass.operands if self._is_pred(o)]
+        result = Value((self.register("%barrier_result", "b32"),))
+        dest = self.value(sass, values[0]) if values else None
+        pred_dest = self.pred(sass, preds[0]) if preds else None
+        plan = Plan("alu", op=lookup("ISETP"), mods=("NE", "U32", "AND"), dests=(pred_dest, None),
+                    sources=(result, Immediate(0), Pred(None), None), kinds=("int", "int", "pred", "pred"),
+                    widths=(1, 1), neg=(False,) * 4)
+        if dest is not None:
+            move = Plan("alu", op=lookup("MOV"), mods=mods, dests=(dest,), sources=(result, None),
+                        kinds=("int", "int"), widths=(32,), neg=(False, False))
+            self.emit(sass, address, ir.STRAIGHT, SassDecoded("B2R", mods), [dest, result], info={"sass": move})
+        if pred_dest is not None:
+            self.emit(sass, address, ir.STRAIGHT, SassDecoded("B2R", mods), [pred_dest, result], info={"sass": plan})
+
+    def lower_predicate_register(self, sass, address, base, mods) -> None:
+        """P2R Rd, PR, Ra, mask and R2P PR, Ra, mask: the predicate file P0..P6 as bits of a register."""
+        predicates = tuple(Pred(self.register(f"P{index}", "pred")) for index in range(7))
+        operands = [o for o in sass.operands if not (isinstance(o, S.Name) and o.text == "PR")]
+        if base == "P2R":
+            dest, source, mask = (self.value(sass, o) for o in operands)
+            plan = Plan("alu", op=P2R, mods=mods, dests=(dest,), sources=(source, mask, *predicates),
+                        kinds=("int", "int") + ("pred",) * 7, widths=(32,), neg=(False,) * 9)
+        else:
+            source, mask = (self.value(sass, o) for o in operands)
+            plan = Plan("alu", op=R2P, mods=mods, dests=predicates, sources=(source, mask, *predicates),
+                        kinds=("int", "int") + ("pred",) * 7, widths=(1,) * 7, neg=(False,) * 9)
+        self.emit(sass, address, ir.STRAIGHT, SassDecoded(base, mods), [*plan.dests, *plan.sources],
+                  info={"sass": plan})
 
     def ptx_value(self, sass, operand):
         """A plain register or immediate as the PTX operand kinds the machine's own builders read."""
@@ -634,8 +678,10 @@ class _Lowering:
         else:
             ty = "s32" if signed else "u32"
         if operation == "atomic":
-            dest, memory, *rest = operands
-            dests = (self.value(sass, dest, register_width),)
+            pred_dest = self.pred(sass, operands.pop(0)) if self._is_pred(operands[0]) else None
+            dest = None if isinstance(operands[0], S.Bracketed) else operands.pop(0)
+            memory, *rest = operands
+            dests = (self.value(sass, dest, register_width) if dest is not None else None, pred_dest)
         else:
             memory, *rest = operands
             dests = ()
@@ -648,7 +694,8 @@ class _Lowering:
             raise self.error(sass, f"'{sass.opcode}' takes {expected} source operand(s)")
         plan = Plan(operation, mods=mods, dests=dests, sources=(where, *sources), space=space,
                     width=register_width // 8, atomic=(op, ty))
-        self.emit(sass, address, ir.STRAIGHT, decoded, [*dests, where, *sources], info={"sass": plan})
+        self.emit(sass, address, ir.STRAIGHT, decoded, [d for d in dests if d is not None] + [where, *sources],
+                  info={"sass": plan})
 
     def lower_vote(self, sass, address, base, mods) -> None:
         values = [o for o in sass.operands if not self._is_pred(o)]
@@ -683,7 +730,8 @@ class _Lowering:
 
     def lower_alu(self, sass, address, base, op: SassOp, mods) -> None:
         shape = op.shape_for(mods).split()
-        classes = "".join("P" if self._is_pred(o) else "V" for o in sass.operands)
+        operands = self._merge_halves(sass.operands) if ":h" in " ".join(shape) else list(sass.operands)
+        classes = "".join("P" if self._is_pred(o) else "V" for o in operands)
         pattern = "".join(f"({'P' if slot[0] in 'qp' else 'V'}){'?' if slot.endswith('?') else ''}" for slot in shape)
         match = re.fullmatch(pattern, classes)
         if match is None:
@@ -692,7 +740,7 @@ class _Lowering:
         position = 0
         for index, slot in enumerate(shape):
             present = match.group(index + 1) is not None
-            operand = sass.operands[position] if present else None
+            operand = operands[position] if present else None
             position += 1 if present else 0
             role, _, tag = slot.rstrip("?").partition(":")
             kind = {"": "int", "64": "int", "f": "f", "F": "F", "h": "h"}[tag]
@@ -712,29 +760,27 @@ class _Lowering:
                 sources.append(value)
                 kinds.append(kind)
                 neg.append(bool(kind == "int" and getattr(value, "negate", False)))
-        if base.startswith("H") and any(isinstance(s, Immediate) and s.width == 16 for s in sources):
-            sources, kinds, neg = self._pack_halves(sass, sources, kinds, neg, sass.operands)
         plan = Plan("alu", op=op, mods=mods, dests=tuple(dests), sources=tuple(sources), kinds=tuple(kinds),
                     widths=tuple(widths), neg=tuple(neg))
         self.emit(sass, address, ir.STRAIGHT, SassDecoded(base, mods), [*dests, *sources], info={"sass": plan})
 
-    def _pack_halves(self, sass, sources, kinds, neg, operands):
-        """HFMA2 R0, -RZ, RZ, 1.875, 0: two printed half immediates are one packed operand (first = high)."""
-        values = [self.value(sass, o, 32, "h") for o in operands[1:]]
-        packed = []
+    @staticmethod
+    def _merge_halves(operands):
+        """`HFMA2 R0, -RZ, RZ, 1.875, 0`: two printed half immediates are one packed operand (first = high)."""
+        def numeric(operand):
+            while isinstance(operand, S.Modified) and operand.modifier == "-":
+                operand = operand.inner
+            return isinstance(operand, S.Number) or isinstance(operand, S.Name) and operand.text in _FLOAT_WORDS
+        merged = []
         index = 0
-        while index < len(values):
-            item = values[index]
-            if isinstance(item, Immediate) and item.width == 16 and index + 1 < len(values):
-                low = values[index + 1]
-                packed.append(Immediate((item.bits << 16) | low.bits, 32))
+        while index < len(operands):
+            if numeric(operands[index]) and index + 1 < len(operands) and numeric(operands[index + 1]):
+                merged.append(("halves", operands[index], operands[index + 1]))
                 index += 2
             else:
-                packed.append(item)
+                merged.append(operands[index])
                 index += 1
-        expected = len(sources)
-        packed = (packed + [None] * expected)[:expected]
-        return packed, kinds, [False] * expected
+        return merged
 
     # ---- the program ----
     def program(self) -> SassProgram:

@@ -235,6 +235,15 @@ def imnmx(a, b, choose_min, *, mods, neg):
     return (_u32(np.where(take_min, np.minimum(x, y), np.maximum(x, y)).astype(np.int64).view(U64)),)
 
 
+def vabsdiff(a, b, c, *, mods, neg):
+    """VABSDIFF: |a - b| + c (signed unless .U32)."""
+    if "U32" in mods:
+        x, y = _u64(a).astype(np.int64), _u64(b).astype(np.int64)
+    else:
+        x, y = _signed_wide(a).view(np.int64), _signed_wide(b).view(np.int64)
+    return (_u32(np.abs(x - y).view(U64) + _term(c, False)),)
+
+
 # ---- bit operations ---------------------------------------------------------------------------------
 
 def lop3(a, b, c, lut, carry, *, mods, neg):
@@ -413,14 +422,6 @@ def dmnmx(a, b, choose_min, *, mods, neg):
     return (_bits64(np.where(np.asarray(choose_min, dtype=bool), low, high)),)
 
 
-def _half_op(function):
-    def run(*sources, mods, neg):
-        values = [np.asarray(x, dtype=U32) for x in sources if x is not None]
-        return (np.asarray(function(*values, ty="f16x2", **_float_flags(mods))).astype(U32),)
-    run.__name__ = function.__name__
-    return run
-
-
 _MUFU = {
     "RCP": lambda x: fp.frcp(x, ty="f32", mode="approx", ftz=True),
     "RSQ": lambda x: fp.frsqrt(x, ty="f32", ftz=True),
@@ -450,16 +451,75 @@ def mufu(a, *, mods, neg):
 
 
 def fchk(a, b, *, mods, neg):
-    """FCHK: true when a / b needs the slow path (a special or subnormal operand, or an exponent range
-    the reciprocal-based fast path cannot reach)."""
+    """FCHK: whether a / b must take the slow path. The fast path (reciprocal, two FMA refinements) is exact
+    only away from subnormal, huge and special operands; this stays on the safe side of the hardware's
+    test, since the slow path computes the same correctly rounded quotient."""
     x, y = _f32(a).astype(np.float64), _f32(b).astype(np.float64)
     with np.errstate(all="ignore"):
-        ex = np.frexp(x)[1]
-        ey = np.frexp(y)[1]
-        normal_y = np.isfinite(y) & (np.abs(y) >= 2.0 ** -126)
-        normal_x = np.isfinite(x) & ((np.abs(x) >= 2.0 ** -126) | (x == 0))
-        in_range = (ex - ey <= 125) & (ex - ey >= -124) & (np.abs(y) < 2.0 ** 126)
-        return (~(normal_x & normal_y & (in_range | (x == 0))),)
+        magnitude_x, magnitude_y = np.abs(x), np.abs(y)
+        exponent_gap = np.frexp(x)[1] - np.frexp(y)[1]
+        tame_y = np.isfinite(y) & (magnitude_y >= 2.0 ** -100) & (magnitude_y <= 2.0 ** 100)
+        tame_x = np.isfinite(x) & ((x == 0) | ((magnitude_x >= 2.0 ** -100) & (np.abs(exponent_gap) <= 100)))
+        return (~(tame_x & tame_y),)
+
+
+def frnd(a, *, mods, neg):
+    """FRND[.FLOOR|.CEIL|.TRUNC]: round to an integral value in the same format (nearest even by default)."""
+    rounding = next((_INT_ROUNDING[m] for m in _INT_ROUNDING if m in mods), "rni")
+    if "F64" in mods:
+        return (_bits64(fp.cvt(_f64(a), dst="f64", src="f64", rnd=rounding)),)
+    return (_bits32(fp.cvt(_f32(a), dst="f32", src="f32", rnd=rounding, ftz="FTZ" in mods)),)
+
+
+def f2fp(a, b, *, mods, neg):
+    """F2FP.{F16,BF16}.F32.PACK_AB: a into the high half, b into the low half."""
+    dst = "bf16x2" if "BF16" in mods else "f16x2"
+    return (np.asarray(fp.cvt_pack(_f32(a), _f32(b), dst=dst, rnd=_rounding(mods), relu="RELU" in mods)).astype(U32),)
+
+
+def _half_op(function):
+    def run(*sources, mods, neg):
+        values = [np.asarray(x, dtype=U32) for x in sources if x is not None]
+        if "F32" in mods:
+            floats = [fp.cvt((v & U32(0xFFFF)).astype(np.uint16), dst="f32", src="f16") for v in values]
+            return (_bits32(function(*floats, ty="f32", **_float_flags(mods))),)
+        return (np.asarray(function(*values, ty="f16x2", **_float_flags(mods))).astype(U32),)
+    run.__name__ = function.__name__
+    return run
+
+
+def sgxt(a, bits, *, mods, neg):
+    """SGXT[.U32][.W]: sign- (zero-, for .U32) extend the low `bits` bits."""
+    result = intops.szext(_u32(a), _u32(bits), mode="wrap" if "W" in mods else "clamp", signed="U32" not in mods)
+    return (np.asarray(result).view(U32) if np.asarray(result).dtype.kind == "i" else np.asarray(result).astype(U32),)
+
+
+def bmsk(position, width, *, mods, neg):
+    """BMSK[.W]: `width` one bits starting at bit `position`."""
+    return (np.asarray(intops.bmsk(_u32(position), _u32(width), mode="wrap" if "W" in mods else "clamp")).astype(U32),)
+
+
+def _byte_shift(mods) -> U32:
+    return U32(8 * next((int(m[1]) for m in mods if m in ("B1", "B2", "B3")), 0))
+
+
+def p2r(a, mask, *predicates, mods, neg):
+    """P2R Rd, PR, Ra, mask: the predicate bits P0..P6 under the mask, the rest of Ra kept (.B1-.B3 shift)."""
+    shift = _byte_shift(mods)
+    bits = U32(0)
+    for index, p in enumerate(predicates):
+        bits = bits | (np.asarray(p, dtype=bool).astype(U32) << U32(index))
+    field = _u32(mask) << shift
+    return ((_u32(a) & ~field) | ((bits << shift) & field),)
+
+
+def r2p(a, mask, *predicates, mods, neg):
+    """R2P PR, Ra, mask: P0..P6 from the bits of Ra under the mask (.B1-.B3 select a byte); others kept."""
+    value = _u32(a) >> _byte_shift(mods)
+    mask = _u32(mask)
+    return tuple(np.where((mask >> U32(index)) & U32(1) != 0, (value >> U32(index)) & U32(1) != 0,
+                          np.asarray(p, dtype=bool))
+                 for index, p in enumerate(predicates))
 
 
 # ---- conversions -------------------------------------------------------------------------------------
@@ -557,6 +617,7 @@ OPS: Dict[str, SassOp] = {op.mnemonic: op for op in (
     SassOp("SHL", "d s s", shl),
     SassOp("SHR", "d s s", shr),
     SassOp("IABS", "d s", iabs),
+    SassOp("VABSDIFF", "d s s s", vabsdiff),
     SassOp("IMNMX", "d s s p?", imnmx),
     SassOp("VIMNMX", "d s s p?", imnmx),
     SassOp("LOP3", "q? d s s s s p?", lop3),
@@ -585,6 +646,10 @@ OPS: Dict[str, SassOp] = {op.mnemonic: op for op in (
     SassOp("FFMA32I", "d s:f s:f s:f", ffma),
     SassOp("FMNMX", "d s:f s:f p", fmnmx),
     SassOp("FCHK", "q s:f s:f", fchk),
+    SassOp("FRND", lambda mods: "d:64 s:F" if "F64" in mods else "d s:f", frnd),
+    SassOp("F2FP", "d s:f s:f", f2fp),
+    SassOp("SGXT", "d s s", sgxt),
+    SassOp("BMSK", "d s s", bmsk),
     SassOp("MUFU", "d s:f", mufu),
     SassOp("DADD", "d:64 s:F s:F", dadd),
     SassOp("DMUL", "d:64 s:F s:F", dmul),
