@@ -442,3 +442,112 @@ def test_division_slow_paths_are_correctly_rounded(scale):
     assert np.array_equal(e, 1.0 / count)
     if scale in (1e-44, 3e38, np.inf):
         assert calls[0x800] > 0
+
+
+# ---- Fermi and Maxwell listings: SSY with .S, PBK/BRK, SYNC, ISCADD, condition-code carries ------------------
+
+FERMI_LISTING = """
+	code for sm_20
+		Function : _Z6legacyPKfPfPii
+	/*0000*/     /*0x00005de428004404*/ 	MOV R1, c [0x1] [0x100];
+	/*0008*/     /*0x94001c042c000000*/ 	S2R R0, SR_CTAid_X;
+	/*0010*/     /*0x84009c042c000000*/ 	S2R R2, SR_Tid_X;
+	/*0018*/     /*0x20001ca320044000*/ 	IMAD R0, R0, c [0x0] [0x8], R2;
+	/*0020*/     /*0x2c01dc23188e4000*/ 	ISETP.GE.AND P0, PT, R0, c [0x0] [0x2c], PT;
+	/*0028*/     /*0x00001de780000000*/ 	@P0 EXIT;
+	/*0030*/     /*0x80009c034800c000*/ 	ISCADD R2, R0, c [0x0] [0x20], 0x2;
+	/*0038*/     /*0x0020dc8580000000*/ 	LD R3, [R2];
+	/*0040*/     /*0x04011c0368000000*/ 	LOP.AND R4, R0, 0x1;
+	/*0048*/     /*0xfc43dc23190e0000*/ 	ISETP.NE.AND P1, PT, R4, RZ, PT;
+	/*0050*/     /*0x00000007600001c0*/ 	SSY 0x70;
+	/*0058*/     /*0x200001e740000000*/ 	@P1 BRA 0x68;
+	/*0060*/     /*0x0030dc1050000000*/ 	FMUL.S R3, R3, 2;
+	/*0068*/     /*0x0030dc1050000000*/ 	FADD.S R3, R3, -1;
+	/*0070*/     /*0x0c315c0414000000*/ 	F2I.S32.F32.TRUNC R5, R3;
+	/*0078*/     /*0x14319c0418000000*/ 	I2F.F32.S32 R6, R5;
+	/*0080*/     /*0x80021c034800c000*/ 	ISCADD R8, R0, c [0x0] [0x24], 0x2;
+	/*0088*/     /*0x00819c8590000000*/ 	ST [R8], R6;
+	/*0090*/     /*0xa0025de428004000*/ 	MOV R9, c [0x0] [0x28];
+	/*0098*/     /*0x0091dc0558000000*/ 	RED.ADD [R9], R5;
+	/*00a0*/     /*0x1092dc0554000000*/ 	ATOM.ADD R10, [R9+0x4], R4;
+	/*00a8*/     /*0x00001de780000000*/ 	EXIT;
+		..........
+"""
+
+
+def test_fermi_listing_with_ssy_dot_s_iscadd_ld_st_red_atom():
+    n = 100
+    a = (np.arange(n, dtype=np.float32) - 40.5) * np.float32(1.7)
+    out, counter = np.zeros(n, np.float32), np.zeros(2, np.int32)
+    Module(FERMI_LISTING, "fermi.sass").kernel().launch(2, 64, [a, out, counter, np.int32(n)])
+    gid = np.arange(n)
+    y = np.where(gid % 2 == 0, a * np.float32(2), a - np.float32(1)).astype(np.float32)
+    truncated = np.trunc(y).astype(np.int32)
+    assert np.array_equal(out, truncated.astype(np.float32))
+    assert counter.tolist() == [truncated.sum(), n // 2]
+
+
+def test_tesla_mnemonics_read_and_write_their_spaces():
+    text = (FERMI_LISTING.replace("LD R3, [R2]", "GLD.U32 R3, global14 [R2]")
+            .replace("ST [R8], R6", "GST.U32 global14 [R8], R6"))
+    n = 64
+    a = np.arange(n, dtype=np.float32)
+    out, counter = np.zeros(n, np.float32), np.zeros(2, np.int32)
+    Module(text, "tesla.sass").kernel().launch(1, 64, [a, out, counter, np.int32(n)])
+    gid = np.arange(n)
+    assert np.array_equal(out, np.trunc(np.where(gid % 2 == 0, a * 2, a - 1)))
+
+
+MAXWELL_LISTING = """
+	code for sm_50
+		Function : _Z7maxwellPi
+        /*0008*/                   MOV R1, c[0x0][0x20] ;                 /* 0x4c98078000870001 */
+        /*0010*/                   S2R R0, SR_TID.X ;                     /* 0xf0c8000002170000 */
+        /*0018*/                   MOV R2, RZ ;                           /* 0x5c9807800ff70002 */
+                                                                          /* 0x001fc400fe2007f6 */
+        /*0028*/                   MOV R3, RZ ;
+        /*0030*/                   PBK 0x70 ;
+        /*0038*/                   ISETP.GE.AND P0, PT, R3, R0, PT ;
+                                                                          /* 0x001fc400fe2007f6 */
+        /*0048*/               @P0 BRK ;
+        /*0050*/                   IADD R2, R2, R3 ;
+        /*0058*/                   IADD32I R3, R3, 0x1 ;
+                                                                          /* 0x001fc400fe2007f6 */
+        /*0068*/                   BRA 0x38 ;
+        /*0070*/                   LOP.AND R4, R0, 0x1 ;
+        /*0078*/                   ISETP.NE.AND P1, PT, R4, RZ, PT ;
+                                                                          /* 0x001fc400fe2007f6 */
+        /*0088*/                   SSY 0xc8 ;
+        /*0090*/               @P1 BRA 0xb0 ;
+        /*0098*/                   IADD R2, R2, 0x3e8 ;
+                                                                          /* 0x001fc400fe2007f6 */
+        /*00a8*/                   SYNC ;
+        /*00b0*/                   IADD R2, R2, -0x7d0 ;
+        /*00b8*/                   SYNC ;
+                                                                          /* 0x001fc400fe2007f6 */
+        /*00c8*/                   ISCADD R5.CC, R0, c[0x0][0x140], 0x2 ;
+        /*00d0*/                   IMAD.HI.X R6, R0, 0x4, c[0x0][0x144] ;
+        /*00d8*/                   STG.E [R5], R2 ;
+                                                                          /* 0x001fc400fe2007f6 */
+        /*00e8*/                   EXIT ;
+"""
+
+
+def test_maxwell_listing_with_pbk_brk_ssy_sync_and_carry_flag():
+    out = np.zeros(64, np.int32)
+    Module(MAXWELL_LISTING, "maxwell.sass").kernel().launch(1, 64, [out])
+    tid = np.arange(64)
+    assert np.array_equal(out, tid * (tid - 1) // 2 + np.where(tid % 2 == 0, 1000, -2000))
+
+
+def test_condition_code_carries_between_iadd_cc_and_iadd_x():
+    listing = MAXWELL_LISTING.replace("ISCADD R5.CC, R0, c[0x0][0x140], 0x2", "IADD R5.CC, R0, c[0x0][0x140]")
+    program = Module(listing, "k.sass").kernel().program
+    plans = [i.info["sass"] for i in program.instrs if i.opcode in ("IADD", "IMAD.HI.X") and "sass" in i.info]
+    carry_out = [p.dests[1] for p in plans if p.op.mnemonic == "IADD" and p.dests[1] is not None]
+    carry_in = [p.sources[3] for p in plans if p.op.mnemonic == "IMAD"]
+    assert carry_out and carry_in and carry_out[0].reg is carry_in[0].reg
+    total, carry = alu("IADD", U32(0xFFFFFFF0), U32(0x20), None)
+    assert (int(total), bool(carry)) == (0x10, True)
+    high, _ = alu("IMAD", U32(0xFFFFFFFF), U32(4), U32(7), True, mods=("HI", "X"))
+    assert int(high) == 0xFFFFFFFF + 7 + 1 - 2 ** 32

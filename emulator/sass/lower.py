@@ -729,7 +729,8 @@ class _Lowering:
         self.emit(sass, address, ir.STRAIGHT, decode("redux", ("sync", op, ty)), (dest, source))
 
     def lower_alu(self, sass, address, base, op: SassOp, mods) -> None:
-        shape = op.shape_for(mods).split()
+        legacy = self.arch.instruction_bytes == 8
+        shape = op.shape_for(mods, legacy).split()
         operands = self._merge_halves(sass.operands) if ":h" in " ".join(shape) else list(sass.operands)
         classes = "".join("P" if self._is_pred(o) else "V" for o in operands)
         pattern = "".join(f"({'P' if slot[0] in 'qp' else 'V'}){'?' if slot.endswith('?') else ''}" for slot in shape)
@@ -760,9 +761,26 @@ class _Lowering:
                 sources.append(value)
                 kinds.append(kind)
                 neg.append(bool(kind == "int" and getattr(value, "negate", False)))
+        if legacy:
+            self._condition_code(operands, shape, mods, dests, sources)
         plan = Plan("alu", op=op, mods=mods, dests=tuple(dests), sources=tuple(sources), kinds=tuple(kinds),
                     widths=tuple(widths), neg=tuple(neg))
         self.emit(sass, address, ir.STRAIGHT, SassDecoded(base, mods), [*dests, *sources], info={"sass": plan})
+
+    def _condition_code(self, operands, shape, mods, dests, sources) -> None:
+        """Fermi-Maxwell carries: `Rd.CC` writes the carry flag (the first left-out predicate destination),
+        `.X` reads it (the first left-out predicate source)."""
+        first = operands[0] if operands else None
+        writes_flag = isinstance(first, S.Name) and "CC" in first.text.split(".")[1:]
+        roles = [slot[0] for slot in shape]
+        dest_slots = [index for index, role in enumerate(r for r in roles if r in "dq")]
+        pred_dests = [index for index, role in zip(dest_slots, [r for r in roles if r in "dq"]) if role == "q"]
+        pred_sources = [index for index, role in enumerate(r for r in roles if r in "sp") if role == "p"]
+        flag = Pred(self.hidden_pred("cc"))
+        if writes_flag and pred_dests and dests[pred_dests[0]] is None:
+            dests[pred_dests[0]] = flag
+        if "X" in mods and pred_sources and sources[pred_sources[0]] is None:
+            sources[pred_sources[0]] = flag
 
     @staticmethod
     def _merge_halves(operands):

@@ -29,8 +29,9 @@ class SassOp:
     semantics: Callable
     doc: str = ""
 
-    def shape_for(self, mods: Tuple[str, ...]) -> str:
-        return self.shape(mods) if callable(self.shape) else self.shape
+    def shape_for(self, mods: Tuple[str, ...], legacy: bool = False) -> str:
+        """The operand shape for these modifiers; legacy: Fermi-Maxwell encodings (8-byte instructions)."""
+        return self.shape(mods, legacy) if callable(self.shape) else self.shape
 
 
 # ---- bit helpers ---------------------------------------------------------------------------------
@@ -113,19 +114,24 @@ def viadd(a, b, *, mods, neg):
     return (_u32(_term(a, neg[0]) + _term(b, neg[1])),)
 
 
-def _imad_shape(mods):
+def _imad_shape(mods, legacy):
     if "WIDE" in mods:
         return "d:64 q? s s s:64 p?"
-    if "HI" in mods:
+    if "HI" in mods and not legacy:
         return "d q? s s s:64 p?"
     return "d q? s s s p?"
 
 
 def imad(a, b, c, carry, *, mods, neg):
-    """IMAD: a*b + c (low word), .WIDE (64-bit product plus the pair c), .HI (bits 32..63 of a*b + the pair c)."""
+    """IMAD: a*b + c (low word), .WIDE (64-bit product plus the pair c), .HI (bits 32..63 of a*b + the pair c;
+    Fermi-Maxwell: the high word of a*b plus a 32-bit c); .X adds the carry predicate or flag."""
     unsigned = "U32" in mods
     a = _negated32(a, neg[0])
     b = _negated32(b, neg[1])
+    if "HI" in mods and np.asarray(c).dtype != U64:
+        wide_a, wide_b = (_u64(a), _u64(b)) if unsigned else (_signed_wide(a), _signed_wide(b))
+        total = ((wide_a * wide_b) >> U64(32)) + _term(c, neg[2]) + _bit(carry)
+        return _u32(total), _carry(total, 32)
     if "WIDE" in mods or "HI" in mods:
         wide_a, wide_b = (_u64(a), _u64(b)) if unsigned else (_signed_wide(a), _signed_wide(b))
         addend = _u64(c)
@@ -152,12 +158,13 @@ def imul(a, b, *, mods, neg):
 
 
 def iscadd(a, b, shift, *, mods, neg):
-    """(a << shift) + b."""
+    """(a << shift) + b, and its carry (Fermi-Maxwell `Rd.CC`)."""
     amount = _u64(shift) & U64(31)
-    return (_u32(((_term(a, neg[0]) << amount) & MASK32) + _term(b, neg[1])),)
+    total = ((_term(a, neg[0]) << amount) & MASK32) + _term(b, neg[1])
+    return _u32(total), _carry(total, 32)
 
 
-def _lea_shape(mods):
+def _lea_shape(mods, legacy):
     if "HI" in mods and "SX32" not in mods:
         return "d q? s s s s p?"
     return "d q? s s s p?"
@@ -594,7 +601,7 @@ def _convert(mnemonic):
 
 
 def _conversion_shape(mnemonic):
-    def shape(mods):
+    def shape(mods, legacy):
         dst, src = conversion_types(mnemonic, mods)
         return f"d{':64' if _BYTES[dst] == 8 else ''} s{':64' if _BYTES[src] == 8 else ''}"
     return shape
@@ -610,8 +617,8 @@ OPS: Dict[str, SassOp] = {op.mnemonic: op for op in (
     SassOp("IMAD", _imad_shape, imad, "multiply-add: low word, .WIDE, .HI"),
     SassOp("IMUL", "d s s", imul),
     SassOp("IMUL32I", "d s s", imul),
-    SassOp("ISCADD", "d s s s", iscadd),
-    SassOp("ISCADD32I", "d s s s", iscadd),
+    SassOp("ISCADD", "d q? s s s", iscadd),
+    SassOp("ISCADD32I", "d q? s s s", iscadd),
     SassOp("LEA", _lea_shape, lea),
     SassOp("SHF", "d s s s", shf),
     SassOp("SHL", "d s s", shl),
@@ -646,7 +653,7 @@ OPS: Dict[str, SassOp] = {op.mnemonic: op for op in (
     SassOp("FFMA32I", "d s:f s:f s:f", ffma),
     SassOp("FMNMX", "d s:f s:f p", fmnmx),
     SassOp("FCHK", "q s:f s:f", fchk),
-    SassOp("FRND", lambda mods: "d:64 s:F" if "F64" in mods else "d s:f", frnd),
+    SassOp("FRND", lambda mods, legacy: "d:64 s:F" if "F64" in mods else "d s:f", frnd),
     SassOp("F2FP", "d s:f s:f", f2fp),
     SassOp("SGXT", "d s s", sgxt),
     SassOp("BMSK", "d s s", bmsk),
