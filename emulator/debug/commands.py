@@ -4,9 +4,12 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from isa.types import TYPES
 
 from .. import ir
 from ..cli import prepare_launch, write_npy_atomically
@@ -23,11 +26,12 @@ from .state import (INSTRUCTION_BYTES, SPACES, Registers, ThreadStates, VECTOR_S
                     warp_masks)
 
 PROMPT = "(gpuemu) "
-_EXCEPTIONS = {"misaligned": ("CUDA_EXCEPTION_6", "Warp Misaligned Address"),
-               "out_of_range": ("CUDA_EXCEPTION_5", "Warp Out-of-range Address"),
-               "illegal": ("CUDA_EXCEPTION_14", "Warp Illegal Address")}
+_MISALIGNED = ("CUDA_EXCEPTION_6", "Warp Misaligned Address")
+_OUT_OF_RANGE = ("CUDA_EXCEPTION_5", "Warp Out-of-range Address")
+_ILLEGAL = ("CUDA_EXCEPTION_14", "Warp Illegal Address")
 _UNITS = {"b": 1, "h": 2, "w": 4, "g": 8}
 _PER_LINE = {1: 8, 2: 8, 4: 4, 8: 2}
+_EXAMINE_LIMIT = 1 << 20
 
 
 def dims(values: Sequence[int]) -> str:
@@ -41,6 +45,13 @@ def place(row: str, text: str, end: int) -> str:
 
 def one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _exception_of(error: DeviceError) -> Tuple[str, str]:
+    """cuda-gdb's exception (signal, name) for a memory fault."""
+    if error.cuda_error == "CUDA_ERROR_MISALIGNED_ADDRESS":
+        return _MISALIGNED
+    return _ILLEGAL if "__global__" in error.report else _OUT_OF_RANGE
 
 
 class LaneContext(Context):
@@ -104,7 +115,8 @@ class LaneContext(Context):
         self._batch()
         program = session.program
         for param in program.params:
-            if name in (param.name, param.name.rsplit("_", 2)[-2] + "_" + param.name.rsplit("_", 1)[-1]):
+            short = re.search(r"param_\d+$", param.name)
+            if name == param.name or short is not None and name == short.group():
                 return session.param_value(param)
         symbol = program.symbols.get(name)
         if symbol is not None:
@@ -112,9 +124,13 @@ class LaneContext(Context):
         raise DebugError(f'No symbol "{name}" in current context.')
 
 
+@dataclass
 class Command:
-    def __init__(self, name: str, handler: Callable, summary: str, usage: str = "", repeat: bool = True):
-        self.name, self.handler, self.summary, self.usage, self.repeat = name, handler, summary, usage, repeat
+    name: str
+    handler: Callable
+    summary: str
+    usage: str
+    repeat: bool
 
 
 class Session:
@@ -125,6 +141,7 @@ class Session:
         self.out = out
         self.err = err
         module, kernel, args, grid, block = prepare_launch(options)
+        # the launch's own checks, so that bad arguments stop the command line rather than the first `run`
         Launch(kernel, dim3(grid), dim3(block), options.shared,
                max_dynamic_shared=options.max_dynamic_shared)._parameter_buffer(list(args))
         self.program: ir.Program = kernel.program
@@ -309,7 +326,8 @@ class Session:
         pcs, states = self.states.of(np.array([thread]))
         return int(pcs[0]), int(states[0])
 
-    def _location(self, full: bool) -> None:
+    def _location(self, full: bool, prefix: str = "") -> None:
+        """Where the focused thread is: its frame (when full or the function changed), PTX line, CUDA line."""
         thread = self.focus_thread
         pc, state = self._thread_pc(thread)
         if state == EXITED or pc < 0:
@@ -319,7 +337,7 @@ class Session:
         instr = self.program.instrs[pc]
         text = one_line(instr.text)
         if full or instr.function != self.last_function:
-            self.say(f"{self._frame_name(instr.function)} at {self._where(instr)}   {text}")
+            self.say(f"{prefix}{self._frame_name(instr.function)} at {self._where(instr)}   {text}")
         else:
             self.say(f"{self._where(instr)}   {text}")
         self.last_function = instr.function
@@ -335,28 +353,17 @@ class Session:
             self._set_focus(stop.thread)
         elif self.focus_thread is None:
             self._set_focus(self._first_of(stop.sel))
-        full = False
+        full, prefix = False, ""
         if stop.reason == "breakpoint":
             breakpoint = stop.breakpoint
             if stop.message:
                 self.say(stop.message)
-            kind = "Temporary breakpoint" if breakpoint.temporary else "Breakpoint"
-            thread = self.focus_thread
-            pc, _ = self._thread_pc(thread)
-            instr = self.program.instrs[pc]
-            self.say(f"\n{kind} {breakpoint.number}, {self._frame_name(instr.function)} at {self._where(instr)}"
-                     f"   {one_line(instr.text)}")
-            self.last_function = instr.function
-            if instr.source is not None and instr.source[1] > 0:
-                path, line = instr.source
-                source = self._source_text(path, line)
-                self.say(f"{os.path.basename(path)}:{line}" + (f"   {source}" if source else ""))
-            self.last_source = instr.source
+            self.say()
+            full = True
+            prefix = f"{'Temporary breakpoint' if breakpoint.temporary else 'Breakpoint'} {breakpoint.number}, "
             if breakpoint.temporary:
                 self._remove(breakpoint)
-            self._show_displays()
-            return
-        if stop.reason == "watch":
+        elif stop.reason == "watch":
             self._report_watch(stop)
             full = True
         elif stop.reason == "interrupt":
@@ -370,7 +377,7 @@ class Session:
         elif stop.reason == "history-start":
             self.say("\nNo more reverse-execution history.")
             full = True
-        self._location(full)
+        self._location(full, prefix)
         self._show_displays()
 
     @staticmethod
@@ -391,8 +398,8 @@ class Session:
 
     @staticmethod
     def _watch_value(data: np.ndarray, instr: ir.Instr) -> str:
+        """The watched bytes as the writing instruction's type when it covers them exactly, else in hex."""
         type_name = instr.decoded.type if instr.decoded is not None and instr.decoded.types else None
-        from isa.types import TYPES
         t = TYPES.get(type_name) if type_name else None
         if t is not None and t.bytes == len(data) and t.kind in ("float", "signed", "unsigned", "bits"):
             value = data.view(t.dtype)[0]
@@ -405,9 +412,7 @@ class Session:
 
     def _report_fault(self, stop: Stop) -> None:
         error = stop.error
-        kind = "misaligned" if error.cuda_error == "CUDA_ERROR_MISALIGNED_ADDRESS" else \
-            "illegal" if "__global__" in error.report else "out_of_range"
-        code, name = _EXCEPTIONS[kind]
+        code, name = _exception_of(error)
         instr = self.program.instrs[stop.pc]
         self.say(f"\nCUDA Exception: {name}")
         self.say(f"The exception was triggered at pc {code_address(stop.pc):#x} ({self._where(instr)})")
@@ -442,16 +447,16 @@ class Session:
             raise DebugError(f"Lane {lane} does not exist in warp {(focus % batch.tpc_pad) // 32}.")
         return np.array([first + lane], dtype=np.int64)
 
-    def _context(self, lanes: np.ndarray, function: Optional[str] = None, pc: Optional[int] = None) -> LaneContext:
-        if function is None:
-            function, pc = self.program.name, 0
-            if self.engine is not None and self.batch is not None and self.focus_thread is not None:
-                focus_pc, _ = self._thread_pc(self.focus_thread)
-                if focus_pc >= 0:
-                    function, pc = self.program.instrs[focus_pc].function, focus_pc
+    def _context(self, lanes: np.ndarray) -> LaneContext:
+        """Names resolve in the focused thread's function, nearest its pc."""
+        function, pc = self.program.name, 0
+        if self.engine is not None and self.batch is not None and self.focus_thread is not None:
+            focus_pc, _ = self._thread_pc(self.focus_thread)
+            if focus_pc >= 0:
+                function, pc = self.program.instrs[focus_pc].function, focus_pc
         return LaneContext(self, lanes, function, pc)
 
-    def evaluate(self, text: str, lanes: np.ndarray) -> np.ndarray:
+    def value_of(self, text: str, lanes: np.ndarray) -> np.ndarray:
         tree = parse_expression(text)
         vector = self._vector_special(tree)
         if vector is not None:
@@ -470,7 +475,6 @@ class Session:
         return np.asarray(evaluate(breakpoint.condition, context))
 
     def param_value(self, param: ir.KernelParam):
-        from isa.types import TYPES
         launch = self.engine.launch
         raw = self.batch.memory.read(launch.param_base + param.offset, param.size)
         t = TYPES.get(param.type)
@@ -699,7 +703,7 @@ class Session:
         program = self.program
         instrs = program.instrs
         if spec.startswith("*"):
-            address = int(self.evaluate(spec[1:], self._lanes(None))[0])
+            address = int(self.value_of(spec[1:], self._lanes(None))[0])
             if address % INSTRUCTION_BYTES or not 0 <= address // INSTRUCTION_BYTES < len(instrs):
                 raise DebugError(f"No instruction at address {address:#x} (instructions are "
                                  f"{INSTRUCTION_BYTES} bytes apart, 0x0 to "
@@ -856,7 +860,7 @@ class Session:
         space, expression = self._space_and_expression(arg, "generic")
         if not expression:
             raise DebugError("Argument required (expression to compute).")
-        address = int(self.evaluate(expression, self._lanes(None))[0])
+        address = int(self.value_of(expression, self._lanes(None))[0])
         if space == "generic":
             space, address = resolve_generic(address)
         if space in ("const", "param"):
@@ -961,11 +965,13 @@ class Session:
             space, expression = self._space_and_expression(arg.strip(), "generic")
             if not expression:
                 raise DebugError("Argument required (starting display address).")
-            address = int(np.asarray(self.evaluate(expression, self._lanes(None))[0]).astype(np.uint64))
+            address = int(np.asarray(self.value_of(expression, self._lanes(None))[0]).astype(np.uint64))
             if unit is None:
                 last = self.x_state[4] if self.x_state else 4
                 unit = 8 if fmt == "a" else 1 if fmt == "c" else (last if last in (4, 8) else 4) if fmt == "f" \
                     else last
+        if count * unit > _EXAMINE_LIMIT:
+            raise DebugError(f"x shows at most {_EXAMINE_LIMIT:,} bytes at a time.")
         focus = self._focus()
         cta, thread = focus // batch.tpc_pad, focus
         if fmt == "i":
@@ -1331,11 +1337,7 @@ class Session:
             row = place(row, word, 12)
             row = place(row, f"{code_address(int(pcs[lane])):#018x}" if pcs[lane] >= 0 else "-", 31)
             row = place(row, dims(xyz), 43)
-            exception = "None"
-            if fault is not None and fault.thread == thread:
-                exception = _EXCEPTIONS["misaligned" if fault.error.cuda_error == "CUDA_ERROR_MISALIGNED_ADDRESS"
-                                        else "illegal" if "__global__" in fault.error.report
-                                        else "out_of_range"][1]
+            exception = _exception_of(fault.error)[1] if fault is not None and fault.thread == thread else "None"
             self.say(f"{row} {exception}")
 
     def cuda_barriers(self) -> None:
