@@ -306,14 +306,16 @@ class MemoryStats(Observer):
         else:
             requests, sectors = count_sectors(memory, addresses, threads, width, local=space == "local")
             slot[TRANSACTIONS] += sectors
+            rows, row_width = 1, width
             if space == "local":
                 # one request per interleaved 32-bit row: the H100 counts an LDL.64 as two (localarray)
-                requests *= max(width // 4, 1)
+                rows, row_width = max(width // 4, 1), min(width, 4)
+                requests *= rows
             if _whole_warps(threads, n):
-                slot[IDEAL] += requests * ((WARP * width + SECTOR - 1) // SECTOR)
+                slot[IDEAL] += requests * ((WARP * row_width + SECTOR - 1) // SECTOR)
             else:
                 lanes = _lanes_per_warp(threads, n)
-                slot[IDEAL] += int(((lanes * width + SECTOR - 1) // SECTOR).sum())
+                slot[IDEAL] += rows * int(((lanes * row_width + SECTOR - 1) // SECTOR).sum())
         slot[REQUESTS] += requests
         slot[BYTES] += n * width
         if op == "atomic":
