@@ -4,7 +4,7 @@ STAMP := build/.installed
 
 .PHONY: install demo test bench coverage clean
 
-$(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/build_core.py
+$(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/build_core.py emulator/accel/_arith.c
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e ".[test]"
 	@mkdir -p build && touch $(STAMP)
 

@@ -10,16 +10,22 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from isa import fp
 from isa.types import TYPES
 
 from . import ir
 from . import syntax as S
+from . import accel
 from . import tensor_ops  # noqa: F401  (registers the cp.async, ldmatrix and mma executors)
 from .errors import DeviceError, LaunchError, PTXSemanticError, UsageError
 from .lower import lower_kernel, variable_align, variable_size
 from .machine import Batch
 from .memory import DeviceFault, Memory
 from .parse import parse
+
+if accel.fma_f32 is not None:
+    fp.use_native_fma("f32", accel.fma_f32)
+    fp.use_native_fma("f64", accel.fma_f64)
 
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK = (1024, 1024, 64)

@@ -549,6 +549,27 @@ def _f64_fma(x, y, z, rnd):
     return result
 
 
+_NATIVE_FMA = {}
+
+
+def use_native_fma(ty: str, function) -> None:
+    """Let the round-to-nearest fma of ty ("f32" or "f64") use a native, correctly rounded fma(a, b, c) (C's fmaf/fma);
+    lanes whose result is NaN still follow the ISA's NaN rule below."""
+    _NATIVE_FMA[ty] = function
+
+
+def _native_fma(ty, a, b, c):
+    result = np.array(_NATIVE_FMA[ty](a, b, c), copy=True)
+    nan = np.isnan(result)
+    if np.any(nan):
+        if result.ndim == 0:
+            return ffma(a, b, c, ty=ty, _exact=True)
+        shape = result.shape
+        pick = lambda v: np.broadcast_to(np.asarray(v), shape)[nan]
+        result[nan] = ffma(pick(a), pick(b), pick(c), ty=ty, _exact=True)
+    return result[()] if result.ndim == 0 else result
+
+
 _F32_MIDPOINT_MASK = np.uint64((1 << 29) - 1)
 _F32_MIDPOINT_BITS = np.uint64(1 << 28)
 
@@ -583,6 +604,8 @@ def ffma(a, b, c, *, ty, rnd="rn", ftz=False, sat=False, relu=False, _exact=Fals
     ty: f32 f64 f16 bf16 f16x2 bf16x2; `relu` is fma.rn.relu.{f16,bf16}{x2}.
     """
     _check_modifiers(ty, rnd, ftz, sat)
+    if ty in _NATIVE_FMA and rnd == "rn" and not (ftz or sat or relu or _exact):
+        return _native_fma(ty, a, b, c)
     if ty == "f64":
         (x, y, z), shape = _flat(_values(F64, a), _values(F64, b), _values(F64, c))
         return _f64_out(_f64_fma(x, y, z, rnd).reshape(shape), a, b, c)
