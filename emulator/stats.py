@@ -92,11 +92,34 @@ def _rows_of(addresses: np.ndarray, threads: Optional[np.ndarray], rows: np.ndar
     return (addresses.reshape(-1, WARP)[rows].reshape(-1), thread_ids.reshape(-1, WARP)[rows].reshape(-1))
 
 
+_ROW_ENDS: Dict[Tuple[int, int], np.ndarray] = {}
+
+
+def _row_ends(n: int, row: int) -> np.ndarray:
+    """Flags over the n - 1 neighbour pairs of a flat array of rows: True where a row ends."""
+    key = (n, row)
+    if key not in _ROW_ENDS:
+        if len(_ROW_ENDS) > 64:
+            _ROW_ENDS.clear()
+        _ROW_ENDS[key] = (np.arange(n - 1) % row) == row - 1
+    return _ROW_ENDS[key]
+
+
+def _rows_ascend(values: np.ndarray, row: int) -> bool:
+    """Whether every row of the flat array is non-decreasing (one pass, no per-row reduction)."""
+    return bool(np.all((values[1:] >= values[:-1]) | _row_ends(len(values), row)))
+
+
 def _distinct_in_sorted_rows(values: np.ndarray):
-    """Per row: whether it is non-decreasing, and then its number of distinct values."""
+    """Per row of a 2-D array: whether it is non-decreasing, and then its number of distinct values."""
+    rows, row = values.shape
+    flat = values.reshape(-1)
+    if _rows_ascend(flat, row):
+        changes = (flat[1:] != flat[:-1]) & ~_row_ends(len(flat), row)
+        return None, rows + int(np.count_nonzero(changes))
     ordered = np.all(values[:, 1:] >= values[:, :-1], axis=1)
     distinct = 1 + np.count_nonzero(values[:, 1:] != values[:, :-1], axis=1)
-    return ordered, distinct
+    return ordered, int(distinct[ordered].sum())
 
 
 def count_wavefronts(memory, addresses, threads, width: int, bank_bytes: int) -> Tuple[int, int]:
@@ -109,8 +132,12 @@ def count_wavefronts(memory, addresses, threads, width: int, bank_bytes: int) ->
     phases_per_warp = WARP // lanes_per_phase
     shift = np.uint64(bank_bytes.bit_length() - 1)
     phases = addresses.reshape(-1, lanes_per_phase)
-    first_word = phases.min(axis=1) >> shift
-    last_word = (phases.max(axis=1) + np.uint64(width - 1)) >> shift
+    if _rows_ascend(addresses, lanes_per_phase):
+        lowest, highest = phases[:, 0], phases[:, -1]
+    else:
+        lowest, highest = phases.min(axis=1), phases.max(axis=1)
+    first_word = lowest >> shift
+    last_word = (highest + np.uint64(width - 1)) >> shift
     # a phase whose words lie within 32 consecutive words has at most one word per bank
     simple = ((last_word - first_word) < np.uint64(BANKS)).reshape(-1, phases_per_warp).all(axis=1)
     wavefronts = int(np.count_nonzero(simple)) * phases_per_warp
@@ -135,15 +162,14 @@ def count_sectors(memory, addresses, threads, width: int, local: bool = False) -
         first = (rows >> np.uint64(2)) * np.uint64(WARP * 4) + lanes + (rows & np.uint64(3))
         physical = first[:, None, :] + (np.arange(words, dtype=np.uint64) * np.uint64(WARP * 4))[None, :, None]
         rows = physical.reshape(len(rows), -1)
-    ordered, distinct = _distinct_in_sorted_rows(rows >> np.uint64(5))
-    sectors = int(distinct[ordered].sum())
-    if not ordered.all():
+    ordered, sectors = _distinct_in_sorted_rows(rows >> np.uint64(5))
+    if ordered is not None and not ordered.all():
         subset_addresses, subset_threads = _rows_of(addresses, threads, ~ordered)
         counted = interleaved_local(subset_addresses, subset_threads, width) if local else \
             (subset_addresses, subset_threads, width)
         _, counts = memory.global_sectors(*counted)
         sectors += int(counts.sum())
-    return len(ordered), sectors
+    return n // WARP, sectors
 
 
 def count_distinct(memory, addresses, threads) -> Tuple[int, int]:
@@ -152,12 +178,11 @@ def count_distinct(memory, addresses, threads) -> Tuple[int, int]:
     if not _whole_warps(threads, n):
         warps, counts = memory.distinct_addresses(addresses, threads)
         return len(warps), int(counts.sum())
-    ordered, distinct = _distinct_in_sorted_rows(addresses.reshape(-1, WARP))
-    total = int(distinct[ordered].sum())
-    if not ordered.all():
+    ordered, total = _distinct_in_sorted_rows(addresses.reshape(-1, WARP))
+    if ordered is not None and not ordered.all():
         _, counts = memory.distinct_addresses(*_rows_of(addresses, threads, ~ordered))
         total += int(counts.sum())
-    return len(ordered), total
+    return n // WARP, total
 
 
 def count_contention(memory, addresses, threads) -> Tuple[int, int]:
@@ -166,10 +191,14 @@ def count_contention(memory, addresses, threads) -> Tuple[int, int]:
     if not _whole_warps(threads, n):
         _, same = memory.max_same_address(addresses, threads)
         return int(same.sum()), int(same.max())
+    ends = _row_ends(n, WARP)
+    if np.all((addresses[1:] > addresses[:-1]) | ends):
+        return n // WARP, 1
+    if np.all((addresses[1:] == addresses[:-1]) | ends):
+        return n, WARP
     rows = addresses.reshape(-1, WARP)
-    repeats = rows[:, 1:] == rows[:, :-1]
     spread = np.all(rows[:, 1:] > rows[:, :-1], axis=1)
-    one_address = np.all(repeats, axis=1)
+    one_address = np.all(rows[:, 1:] == rows[:, :-1], axis=1)
     easy = spread | one_address
     total = int(np.count_nonzero(spread)) + WARP * int(np.count_nonzero(one_address))
     most = WARP if one_address.any() else 1

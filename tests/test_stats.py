@@ -208,6 +208,10 @@ def _patterns(width: int, rng):
     for start in range(0, len(shapes), 2):
         rows = [shapes[(start + k) % len(shapes)] + np.uint64(k * 512) for k in range(6)]
         yield np.concatenate(rows)
+    ascending = [0, 1, 2, 3, 4, 6, 10]
+    yield np.concatenate([shapes[index] + np.uint64(k * 4096) for k, index in enumerate(ascending)])
+    yield np.concatenate([shapes[4] + np.uint64(k * 96) for k in range(5)])
+    yield np.concatenate([shapes[index] + np.uint64(k * 4096) for k, index in enumerate((0, 1, 2, 3, 10))])
 
 
 @pytest.mark.parametrize("width", [1, 2, 4, 8, 16])
