@@ -2,6 +2,7 @@
 import collections
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -551,3 +552,232 @@ def test_condition_code_carries_between_iadd_cc_and_iadd_x():
     assert (int(total), bool(carry)) == (0x10, True)
     high, _ = alu("IMAD", U32(0xFFFFFFFF), U32(4), U32(7), True, mods=("HI", "X"))
     assert int(high) == 0xFFFFFFFF + 7 + 1 - 2 ** 32
+
+
+# ---- cuobjdump listings of kernels that exist nowhere else (examples/sass/kernels.cu) -------------------------
+# Expected values are numpy/Fraction evaluations of the CUDA source, IEEE round-to-nearest where C says so.
+
+KERNEL_ARCHS = ("sm_90", "sm_75")
+M64 = 2 ** 64
+
+
+def kernels(arch) -> Module:
+    path = SEED / f"kernels.{arch}.sass"
+    return Module(path.read_text(), str(path), Device())
+
+
+def as_i32(values):
+    return np.array(values, dtype=np.int64).astype(np.uint64).astype(U32).view(np.int32)
+
+
+def s64(value: int) -> int:
+    value %= M64
+    return value - M64 if value >= 2 ** 63 else value
+
+
+def round_f32(exact: Fraction) -> np.float32:
+    """The float32 nearest to an exact value (ties to even), without double rounding."""
+    guess = np.float32(float(exact))
+    candidates = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(np.inf))]
+    return min(candidates, key=lambda c: (abs(Fraction(float(c)) - exact), int(np.array(c).view(U32)) & 1))
+
+
+def c_division(x: int, y: int):
+    quotient = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+    return quotient, x - quotient * y
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_saxpy_grid_stride_loop_fuses_multiply_add(arch):
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((2, 1000)).astype(np.float32)
+    before = y.copy()
+    kernels(arch).kernel("saxpy").launch(3, 128, [np.float32(1.75), x, y, np.int32(1000)])
+    assert np.array_equal(y, (1.75 * x.astype(np.float64) + before).astype(np.float32))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_shuffle_reduction_with_shared_and_global_atomics(arch):
+    values = np.random.default_rng(2).integers(-1000, 1000, 1000).astype(np.int32)
+    out = np.zeros(1, np.int32)
+    kernels(arch).kernel("reduceShfl").launch(4, 256, [values, out, np.int32(1000)])
+    assert out[0] == values.sum()
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_padded_tile_transpose_of_a_ragged_matrix(arch):
+    width, height = 70, 45
+    source = np.random.default_rng(3).standard_normal((height, width)).astype(np.float32)
+    target = np.zeros((width, height), np.float32)
+    kernels(arch).kernel("transposeCoalesced").launch((3, 2), (32, 8), [target, source, np.int32(width),
+                                                                        np.int32(height)])
+    assert np.array_equal(target, source.T)
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_double_buffered_block_scan(arch):
+    values = np.random.default_rng(4).integers(-50, 50, 512).astype(np.int32)
+    out = np.zeros(512, np.int32)
+    kernels(arch).kernel("scanBlock").launch(2, 256, [values, out])
+    assert np.array_equal(out, np.concatenate([np.cumsum(values[:256]), np.cumsum(values[256:])]))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_histogram_of_shorts_with_shared_then_global_atomics(arch):
+    samples = np.random.default_rng(5).integers(0, 65536, 5000).astype(np.uint16)
+    bins = np.zeros(64, np.uint32)
+    kernels(arch).kernel("histogram64").launch(5, 128, [samples, bins, np.int32(5000)])
+    assert np.array_equal(bins, np.bincount(samples.astype(np.uint32) * 7 % 64, minlength=64))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_stencil_with_shared_halo(arch):
+    n = 300
+    values = np.random.default_rng(6).integers(-100, 100, n).astype(np.int32)
+    out = np.zeros(n, np.int32)
+    kernels(arch).kernel("stencil1d").launch(3, 128, [values, out, np.int32(n)])
+    padded = np.concatenate([np.zeros(3, np.int64), values, np.zeros(3, np.int64)])
+    assert np.array_equal(out, sum((k + 4) * padded[3 + k:3 + k + n] for k in range(-3, 4)))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_integer_division_remainders_and_bit_intrinsics(arch):
+    rng = np.random.default_rng(7)
+    n = 300
+    a = rng.integers(-2 ** 31, 2 ** 31, n)
+    b = rng.integers(-2 ** 31, 2 ** 31, n)
+    a[:20], b[:20] = rng.integers(-100, 100, 20), rng.integers(-9, 9, 20)
+    b[5], a[6], b[6] = 0, -2 ** 31, 7
+    out = np.zeros((n, 12), np.int32)
+    kernels(arch).kernel("intMath").launch(3, 128, [a.astype(np.int32), b.astype(np.int32), out, np.int32(n)])
+    want = []
+    for x, y in zip(map(int, a), map(int, b)):
+        ux, uy = x % 2 ** 32, (y % 2 ** 32) | 1
+        quotient, remainder = c_division(x, y) if y else (-1, -1)
+        want.append([quotient, remainder, ux // uy, ux % uy, min(x, y) + 3 * max(x, y), abs(x) ^ (x >> 3),
+                     (ux >> (y & 31)) + (x << (y & 15)), bin(ux).count("1") + 100 * (32 - ux.bit_length()),
+                     int(f"{ux:032b}"[::-1], 2), (ux & -ux).bit_length(), (x * y) >> 32, (ux * uy) >> 32])
+    assert np.array_equal(out, as_i32(want))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_ieee_float_division_sqrt_rounding_and_conversions(arch):
+    rng = np.random.default_rng(8)
+    n = 200
+    x, y = (rng.standard_normal((2, n)) * 10).astype(np.float32)
+    x[:4], y[:4] = [2.5, -2.5, 0.5, 1e-30], [3.5, -0.5, 1e-38, 2.5]
+    out, ints = np.zeros((n, 8), np.float32), np.zeros((n, 2), np.int32)
+    kernels(arch).kernel("floatMath").launch(2, 128, [x, y, out, ints, np.int32(n)])
+    fused = np.array([round_f32(Fraction(float(p)) * Fraction(float(q)) - Fraction(float(p))) for p, q in zip(x, y)])
+    positive = np.where(x > 0, x, np.float32(0))
+    want = np.stack([x / y, np.sqrt(np.abs(x)), np.minimum(x, y) - np.maximum(x, y), fused,
+                     np.floor(x) + np.ceil(y) * np.float32(0.5), np.trunc(x) - np.rint(y), np.copysign(x * x, y),
+                     np.trunc(y).astype(np.int32).astype(np.float32) + np.trunc(positive).astype(np.float32)], axis=1)
+    assert np.array_equal(out.view(U32), want.astype(np.float32).view(U32))
+    assert np.array_equal(ints, np.stack([np.rint(x * np.float32(3)), np.trunc(x * np.float32(1000))], axis=1))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_double_reciprocal_square_root_and_fma(arch):
+    values = np.random.default_rng(9).standard_normal(100) * 100
+    values[:2] = [3.0, -1e-3]
+    out = np.zeros((100, 3))
+    kernels(arch).kernel("doubleMath").launch(1, 128, [values, out, np.int32(100)])
+    assert np.array_equal(out[:, 0], [float(Fraction(v) ** 2 + Fraction(1.0 / v)) for v in values])
+    assert np.array_equal(out[:, 1], np.sqrt(np.abs(values)))
+    assert np.array_equal(out[:, 2], np.array([float(3 * Fraction(v) - Fraction(1.5)) for v in values])
+                          + values.astype(np.float32))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_ballots_votes_and_barrier_reductions(arch):
+    values = np.random.default_rng(10).integers(-20, 20, 128).astype(np.int32)
+    values[70], values[3] = 150, 7
+    out = np.zeros((128, 4), np.uint32)
+    kernels(arch).kernel("votes").launch(2, 64, [values, out])
+    warps, blocks = values.reshape(4, 32), values.reshape(2, 64)
+    ballots = np.repeat([sum(1 << lane for lane in range(32) if warp[lane] > 0) for warp in warps], 32)
+    counts = np.repeat((blocks > 0).sum(axis=1), 64)
+    any_all = np.repeat((warps > 100).any(axis=1) * 2 + (warps > -1000).all(axis=1), 32)
+    or_and = np.repeat((blocks == 7).any(axis=1) + 2 * (blocks != 0).all(axis=1), 64)
+    popcounts = np.array([bin(int(ballot)).count("1") for ballot in ballots])
+    assert np.array_equal(out, np.stack([ballots, popcounts + 1000 * counts, any_all, or_and], axis=1))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_global_atomics_and_a_cas_loop(arch):
+    values = np.random.default_rng(11).integers(-5000, 5000, 200).astype(np.int32)
+    cells, counter = np.array([-100000, 100000, -1, 0, 0, 1], np.int32), np.zeros(1, np.uint32)
+    kernels(arch).kernel("atomicsMix").launch(2, 100, [values, cells, counter])
+    bits = xor = 0
+    for value in map(int, values):
+        bits |= 1 << (value & 31)
+        xor ^= value
+    assert cells.tolist() == [values.max(), values.min(), 0, int(as_i32([bits])[0]), xor, 1 + int((values & 7).sum())]
+    assert counter[0] == 200
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_64_bit_integer_arithmetic_and_division(arch):
+    rng = np.random.default_rng(12)
+    a, b = rng.integers(-2 ** 62, 2 ** 62, (2, 100))
+    b[:10], a[10:20], b[3] = rng.integers(-50, 50, 10), rng.integers(-1000, 1000, 10), 0
+    out = np.zeros((100, 6), np.int64)
+    kernels(arch).kernel("wideMath").launch(1, 128, [a, b, out, np.int32(100)])
+    want = []
+    for x, y in zip(map(int, a), map(int, b)):
+        quotient, remainder = c_division(x, y) if y else (0, 0)
+        want.append([s64(x * y + (x >> 5)), quotient, remainder, s64(((x % M64) >> (y & 63)) ^ (x << 7)), min(x, y),
+                     s64(x % M64 * 0x9E3779B97F4A7C15)])
+    assert np.array_equal(out, np.array(want, dtype=np.int64))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_float4_loads_on_a_2d_grid(arch):
+    source = np.random.default_rng(13).standard_normal((8, 16, 4)).astype(np.float32)
+    target = np.zeros_like(source)
+    kernels(arch).kernel("scale2d").launch((2, 2), (8, 4), [source, target, np.int32(16), np.float32(0.75)])
+    s = np.float32(0.75)
+    assert np.array_equal(target, np.stack([source[..., 0] * s, source[..., 1] + s, source[..., 2] - s,
+                                            source[..., 3] * source[..., 0]], axis=-1))
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_half_conversions_and_addition(arch):
+    values = (np.random.default_rng(14).standard_normal(100) * 50).astype(np.float32)
+    out, bits = np.zeros(100, np.float32), np.zeros(100, np.uint16)
+    kernels(arch).kernel("halves").launch(1, 128, [values, out, bits, np.int32(100)])
+    halves = values.astype(np.float16)
+    assert np.array_equal(bits, (halves + np.float16(1.5)).view(np.uint16))
+    assert np.array_equal(out, halves.astype(np.float32) * 2)
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_dynamic_shared_bytes_and_shorts(arch):
+    raw = np.random.default_rng(15).integers(0, 256, 512).astype(np.uint8)
+    out = np.zeros(512, np.uint16)
+    kernels(arch).kernel("bytesAndShorts").launch(2, 256, [raw, out, np.int32(37)], 768)
+    want = []
+    for block in raw.reshape(2, 256):
+        sums = []
+        for t in range(256):
+            total = 0
+            for r in range(37):
+                total = (total * 31 + int(block[(t + r) & 255])) & 0xFFFF
+            sums.append(total)
+        want += sums[::-1]
+    assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("arch", KERNEL_ARCHS)
+def test_switch_early_exit_and_divergent_loop(arch):
+    values = np.random.default_rng(16).integers(-100, 3000, 256).astype(np.int32)
+    out = np.full(256, 12345, np.int32)
+    kernels(arch).kernel("branches").launch(2, 128, [values, out])
+    want = []
+    for v in map(int, values):
+        r = [v * 2, v - 7, v ^ 0x55, -v][v & 3]
+        while r > 1000:
+            r -= 999
+        want.append(12345 if v < -50 else r)
+    assert np.array_equal(out, want)
