@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from . import ir
-from .stats import MemoryStats, format_table, launch_title
+from .stats import IDEAL, TRANSACTIONS, MemoryStats, format_table, launch_title
 
 #: how kinds are labelled in the listing's narrow column
 SHORT_KIND = {"shared_load": "sh.ld", "shared_store": "sh.st", "shared_atomic": "sh.atom",
@@ -34,8 +34,8 @@ class LineReport:
 
     @property
     def memory(self) -> Optional[dict]:
-        """(label, requests, transactions, transactions per request, ideal per request, conflicts,
-        efficiency) summed over the kinds the line made, or None."""
+        """The line's memory columns (label, requests, transactions, per_request, ideal_per_request,
+        conflicts, efficiency, unit), summed over the access kinds it made; None for other lines."""
         kinds = [kind for kind in self.kinds if kind != "param_load"] or self.kinds
         if not kinds or self.counters is None:
             return None
@@ -156,7 +156,7 @@ class Profile:
         candidates = []
         for (pc, kind), slot in self.stats.access.items():
             if kind.startswith("shared") and pc in self.stats.shared_samples:
-                candidates.append((-(slot[1] - slot[2]), pc))
+                candidates.append((-(slot[TRANSACTIONS] - slot[IDEAL]), pc))
         return min(candidates)[1] if candidates else None
 
     def bank_matrix(self, pc: int):

@@ -17,9 +17,9 @@ BANKS = 32
 #: access kinds, in the order tables list them
 KINDS = ("shared_load", "shared_store", "shared_atomic", "global_load", "global_store", "global_atomic",
          "local_load", "local_store", "constant_load", "param_load")
-#: per (instruction, kind) accumulator slots
+#: per (instruction, kind) accumulator slots; IDEAL is what the same lanes would need at best
+#: (conflict-free wavefronts, contiguous sectors, one constant address per request)
 REQUESTS, TRANSACTIONS, IDEAL, BYTES, CONTENTION, MAX_CONTENTION = range(6)
-_OP_SUFFIX = {"load": "load", "store": "store", "atomic": "atomic"}
 _EFFICIENCY_NAMES = {"global_load": "gld_efficiency", "global_store": "gst_efficiency",
                      "local_load": "local_load_efficiency", "local_store": "local_store_efficiency"}
 _TABLE_LABELS = {"shared_load": "shared load", "shared_store": "shared store", "shared_atomic": "shared atomic",
@@ -222,8 +222,6 @@ class MemoryStats(Observer):
         self.bank_bytes = bank_bytes
         self.capture_shared = capture_shared
         self.program: Optional[ir.Program] = None
-        self.launches = 0
-        self.grid = self.block = None
 
     # ---- setup ----
     def begin_launch(self, launch) -> None:
@@ -232,8 +230,6 @@ class MemoryStats(Observer):
             self._bind(program)
         elif program is not self.program:
             raise ValueError("a MemoryStats counts one kernel; attach a new one for another kernel")
-        self.launches += 1
-        self.grid, self.block = tuple(launch.grid), tuple(launch.block)
 
     def _bind(self, program: ir.Program) -> None:
         self.program = program
@@ -242,7 +238,6 @@ class MemoryStats(Observer):
         self.lane_count = [0] * n
         self.divergent = [0] * n
         self.access: Dict[Tuple[int, str], List[int]] = {}
-        self.widths: Dict[int, int] = {}
         self.shared_samples: Dict[int, Dict[int, Tuple[np.ndarray, np.ndarray, int]]] = {}
         self._declared = []
         for instr in program.instrs:
@@ -275,7 +270,6 @@ class MemoryStats(Observer):
 
     def memory(self, batch, instr, op: str, space: str, addresses, threads, width: int) -> None:
         pc = instr.pc
-        self.widths[pc] = width
         declared = self._declared[pc]
         addresses = np.asarray(addresses, dtype=np.uint64)
         if declared is not None:
@@ -321,7 +315,7 @@ class MemoryStats(Observer):
             slot[REQUESTS] += len(_lanes_per_warp(threads, n))
             slot[BYTES] += n * width
             return
-        kind = f"{space}_{_OP_SUFFIX[op]}"
+        kind = f"{space}_{op}"
         if kind not in KINDS:
             return
         slot = self._slot(pc, kind)
