@@ -53,7 +53,7 @@ class AsyncCopyTargets:
         self.plans = {}
 
     def destinations(self, batch, instr: ir.Instr, sel):
-        """(shared addresses, threads, width) of a cp.async copy's active lanes, or None for other instructions."""
+        """(space, addresses, threads, width) of a cp.async copy's active lanes, or None for other instructions."""
         if instr.op_class != "cp_async" or instr.decoded.get("cpop") is not None or len(instr.operands) < 3:
             return None
         size = instr.operands[2]
@@ -397,7 +397,9 @@ class RaceChecker(Observer):
         event_mask = np.zeros(len(g), dtype=np.uint8)
         position = np.searchsorted(g, granule)
         np.bitwise_or.at(event_mask, position, mask)
-        stale = (shadow.r_thread[g] < 0) | (shadow.r_epoch[g] != epoch[first]) | (shadow.r_wepoch[g] != wepoch[first])
+        recorded_warp = shadow.r_thread[g] >> 5
+        stale = (shadow.r_thread[g] < 0) | (shadow.r_epoch[g] != epoch[first]) | \
+            ((recorded_warp == first_thread >> 5) & (shadow.r_wepoch[g] != wepoch[first]))
         fresh_g = g[stale]
         if len(fresh_g):
             shadow.r_thread[fresh_g] = first_thread[stale]
@@ -469,10 +471,12 @@ class InitChecker(Observer):
     """initcheck: loads (and atomics) of shared, local and tracked global bytes that nothing wrote.
 
     Shared and local memory start uninitialised; global memory is initialised (gpuemu copies every
-    argument from the host) except the allocations named in `uninitialized` (start addresses)."""
+    argument from the host) except the allocations named in `uninitialized` (start addresses) and
+    the buffers that the kernel parameters numbered in `uninitialized_params` point to."""
 
-    def __init__(self, uninitialized: Sequence[int] = ()):
+    def __init__(self, uninitialized: Sequence[int] = (), uninitialized_params: Sequence[int] = ()):
         self.uninitialized = set(int(a) for a in uninitialized)
+        self.uninitialized_params = list(uninitialized_params)
         self.findings = Findings()
         self.async_copies = AsyncCopyTargets()
 
@@ -485,6 +489,12 @@ class InitChecker(Observer):
 
     def begin_launch(self, launch) -> None:
         self.launch = launch
+        params = launch.program.params
+        raw = launch.memory.read(launch.param_base, max(launch.program.param_bytes, 1))
+        for index in self.uninitialized_params:
+            if params[index].size == 8:
+                offset = params[index].offset
+                self.uninitialized.add(int(raw[offset:offset + 8].view(np.uint64)[0]))
         allocations = [a for a in launch.memory.allocations() if a.address in self.uninitialized and not a.freed]
         self.tracked = {a.address: np.zeros(a.size, dtype=bool) for a in allocations}
         self.tracked_start = np.array(sorted(self.tracked), dtype=np.uint64)
@@ -784,7 +794,7 @@ def _lane_list(mask: int) -> str:
 # ---- mem --------------------------------------------------------------------------------------------
 
 @dataclass
-class MemoryError_:
+class InvalidAccess:
     kind: str
     space: str
     op: str
@@ -802,7 +812,7 @@ class MemChecker(Observer):
 
     def __init__(self, max_errors: int = DEFAULT_MAX_ERRORS):
         self.max_errors = max_errors
-        self.errors: List[MemoryError_] = []
+        self.errors: List[InvalidAccess] = []
         self.total = 0
 
     def begin_launch(self, launch) -> None:
@@ -810,7 +820,6 @@ class MemChecker(Observer):
         launch.fault_sink = True
         self.sink = launch.memory.alloc(16, align=16, name="gpuemu fault sink")
         self.table = GlobalTable(launch.memory, skip=(self.sink,))
-        self.user_table = GlobalTable(launch.memory, skip=(self.sink,))
 
     def end_launch(self, launch, stats) -> None:
         self._release()
@@ -857,7 +866,7 @@ class MemChecker(Observer):
         targets = {"shared": launch.shared_sink, "local": launch.local_sink}
         addresses[bad] = np.uint64(targets.get(space, self.sink))
 
-    def _describe(self, batch, instr, op, region, kind, address, thread, width) -> MemoryError_:
+    def _describe(self, batch, instr, op, region, kind, address, thread, width) -> InvalidAccess:
         thread_text, block = who(batch, thread)
         space = SPACE_NAMES[region]
         kind_name = {1: "out_of_bounds", 2: "misaligned", 3: "read_only", 4: "null"}[kind]
@@ -865,11 +874,11 @@ class MemChecker(Observer):
         detail = [f"Access to 0x{address:x} is {problem}"]
         if region == GLOBAL:
             detail += self._nearest(address)
-        return MemoryError_(kind_name, space, op, width, address, instr, thread_text, block, detail)
+        return InvalidAccess(kind_name, space, op, width, address, instr, thread_text, block, detail)
 
     def _nearest(self, address: int) -> List[str]:
         best = None
-        for allocation in self.user_table.allocations:
+        for allocation in self.table.allocations:
             if allocation.kind != "global":
                 continue
             start, size = allocation.address, allocation.size
@@ -917,13 +926,13 @@ class CheckSession(Observer):
     with "mem", a launch with invalid accesses runs to the end and then raises the first fault's error."""
 
     def __init__(self, checks, *, max_errors: int = DEFAULT_MAX_ERRORS, uninitialized: Sequence[int] = (),
-                 stream=None):
+                 uninitialized_params: Sequence[int] = (), stream=None):
         self.checks = set(checks)
         unknown = self.checks - set(CHECKS)
         if unknown:
             raise UsageError(f"unknown check {', '.join(sorted(unknown))} (choose from {', '.join(CHECKS)})")
         self.stream = stream
-        self.init = InitChecker(uninitialized) if "init" in self.checks else None
+        self.init = InitChecker(uninitialized, uninitialized_params) if "init" in self.checks else None
         self.race = RaceChecker() if "race" in self.checks else None
         self.sync = SyncChecker() if "sync" in self.checks else None
         self.mem = MemChecker(max_errors) if "mem" in self.checks else None
@@ -1057,30 +1066,12 @@ def observer_for(options, module, kernel) -> Optional[CheckSession]:
     checks = selected_checks(options)
     if not checks and not options.repeat:
         return None
-    session = CheckSession(checks, max_errors=options.max_errors, stream=sys.stderr)
-    if options.uninitialized_arg:
-        session.uninitialized_args = list(options.uninitialized_arg)
-        _track_uninitialized_args(session, kernel, options.uninitialized_arg)
-    return session
-
-
-def _track_uninitialized_args(session: CheckSession, kernel, indices: List[int]) -> None:
-    """Name the allocations of buffer arguments K to the init checker once the parameter buffer exists."""
-    params = kernel.params
-    for index in indices:
-        if not 0 <= index < len(params):
-            raise UsageError(f"--uninitialized-arg {index}: {plain_name(kernel.name)} has {len(params)} parameters")
-    init = session.init
-    original = init.begin_launch
-
-    def begin_launch(launch):
-        raw = launch.memory.read(launch.param_base, max(launch.program.param_bytes, 1))
-        for index in indices:
-            param = params[index]
-            if param.size == 8:
-                init.uninitialized.add(int(raw[param.offset:param.offset + 8].view(np.uint64)[0]))
-        original(launch)
-    init.begin_launch = begin_launch
+    for index in options.uninitialized_arg:
+        if not 0 <= index < len(kernel.params):
+            raise UsageError(f"--uninitialized-arg {index}: {plain_name(kernel.name)} has {len(kernel.params)} "
+                             f"parameters")
+    return CheckSession(checks, max_errors=options.max_errors, uninitialized_params=options.uninitialized_arg,
+                        stream=sys.stderr)
 
 
 def policy_for(options):

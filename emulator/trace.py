@@ -8,7 +8,6 @@ same trace, byte for byte: nothing in it depends on time, paths or the host.
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import hashlib
 import io
