@@ -1240,25 +1240,15 @@ class Session:
         row = place(row, dims(self.block), 62)
         self.say(f"{row} {self.kernel_name}({', '.join(arguments)})")
 
-    def _block_state(self, cta: int) -> str:
-        batch = self.batch
-        threads = self._block_range(cta)
-        threads = threads[threads % batch.tpc_pad < batch.tpc]
-        _, states = self.states.of(threads)
-        if np.all(states == EXITED):
-            return "exited"
-        live = states[states != EXITED]
-        if np.all(live == AT_BARRIER):
-            return "at barrier"
-        return "running"
-
     def cuda_blocks(self) -> None:
         batch = self.batch
         focus_cta = self.focus_thread // batch.tpc_pad if self.focus_thread is not None else -1
-        gx, gy, _ = self.grid
+        status = batch.status.reshape(batch.n_ctas, batch.tpc_pad)[:, :batch.tpc]
+        exited = np.all(status == EXITED, axis=1)
+        waiting = np.all((status == AT_BARRIER) | (status == EXITED), axis=1) & ~exited
         rows = []
         for cta in range(batch.n_ctas):
-            state = self._block_state(cta)
+            state = "exited" if exited[cta] else "at barrier" if waiting[cta] else "running"
             if rows and rows[-1][2] == state:
                 rows[-1][1] = cta
             else:

@@ -177,6 +177,8 @@ class Engine:
     def begin_batch(self, batch) -> None:
         self.batch = batch
         self.batches += 1
+        if self.batches > 1:
+            self.session.focus_thread = None
         self.history.clear()
         self.pending = None
         self._plans = {}
