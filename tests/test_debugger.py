@@ -288,7 +288,7 @@ def test_empty_lines_repeat_and_unambiguous_prefixes_resolve(monkeypatch):
 
 # ---- a real terminal -----------------------------------------------------------------------------------
 
-def test_terminal_session_has_a_prompt_completion_history_and_ctrl_c():
+def test_terminal_session_has_a_prompt_completion_and_history():
     pexpect = pytest.importorskip("pexpect")
     env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", PYTHONPATH=str(ROOT))
     child = pexpect.spawn(sys.executable, ["-m", "emulator", "debug", *DOT_ARGS], cwd=str(ROOT), env=env,
