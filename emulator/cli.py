@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from .errors import DeviceError, GpuemuError, UsageError
-from .spec import parse_arg
+from .spec import default_arguments, parse_arg
 
 #: modules that extend `gpuemu run` (statistics, checkers, traces, ...), imported when present
 RUN_FEATURES = ("emulator.stats", "emulator.checks", "emulator.trace")
@@ -127,9 +127,13 @@ def prepare_launch(options):
         if not sep or not spec.startswith("@"):
             raise UsageError(f"--const '{item}' should be NAME=@file.npy")
         module.set_symbol(name, parse_arg(spec))
-    args = [parse_arg(spec) for spec in options.arg]
     grid = parse_dims(options.grid, "--grid")
     block = parse_dims(options.block, "--block")
+    if options.arg or not kernel.params:
+        args = [parse_arg(spec) for spec in options.arg]
+    else:
+        args, note = default_arguments(kernel.params, grid, block)
+        print(f"gpuemu: {note}", file=sys.stderr)
     return module, kernel, args, grid, block
 
 

@@ -9,7 +9,6 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import ir
 from .stats import IDEAL, TRANSACTIONS, MemoryStats, format_table, launch_title
 
 #: how kinds are labelled in the listing's narrow column
@@ -17,7 +16,6 @@ SHORT_KIND = {"shared_load": "sh.ld", "shared_store": "sh.st", "shared_atomic": 
               "global_load": "gl.ld", "global_store": "gl.st", "global_atomic": "gl.atom",
               "local_load": "lo.ld", "local_store": "lo.st", "constant_load": "const",
               "param_load": "param"}
-DEFAULT_BUFFER_BYTES_PER_THREAD = 16
 
 
 @dataclass
@@ -289,25 +287,6 @@ def _print_replacing_unencodable(text: str) -> None:
     sys.stdout.flush()
 
 
-def default_arguments(params: List[ir.KernelParam], grid, block) -> Tuple[list, str]:
-    """Arguments for a launch given without --arg: zeroed buffers for 64-bit (pointer) parameters,
-    the thread count for integer scalars, 1.0 for floating-point ones; and a note saying so."""
-    threads = int(np.prod(grid)) * int(np.prod(block))
-    buffer_bytes = threads * DEFAULT_BUFFER_BYTES_PER_THREAD
-    args = []
-    for param in params:
-        if param.type in ("u64", "b64"):
-            args.append(np.zeros(buffer_bytes, dtype=np.uint8))
-        elif param.type.startswith("f"):
-            args.append(np.dtype(f"f{param.size}").type(1.0))
-        else:
-            kind = "u" if param.type.startswith(("u", "b")) else "i"
-            args.append(np.dtype(f"{kind}{param.size}").type(min(threads, (1 << (8 * param.size - 1)) - 1)))
-    note = (f"no --arg given: each 64-bit parameter gets a zeroed buffer of {buffer_bytes:,} bytes "
-            f"({DEFAULT_BUFFER_BYTES_PER_THREAD} per thread), each integer parameter {threads:,} (the thread count)")
-    return args, note
-
-
 def add_command(subparsers, add_launch_arguments) -> None:
     parser = subparsers.add_parser("profile", help="run a kernel and list its PTX annotated with memory counters")
     add_launch_arguments(parser)
@@ -326,9 +305,6 @@ def command_profile(options) -> int:
     if options.top < 0:
         raise UsageError("--top must not be negative")
     module, kernel, args, grid, block = prepare_launch(options)
-    if not options.arg and kernel.params:
-        args, note = default_arguments(kernel.params, grid, block)
-        print(f"gpuemu: note: {note}", file=sys.stderr)
     stats = MemoryStats(options.bank_mode, capture_shared=True)
     launch_stats = kernel.launch(grid, block, args, options.shared,
                                  max_steps=options.max_steps or DEFAULT_MAX_STEPS,

@@ -5,10 +5,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from . import ir
 from .errors import UsageError
 
 
@@ -61,6 +62,28 @@ def parse_arg(spec: str, base_dir: str = "."):
     if len(parts) != 2:
         raise UsageError(f"'{spec}' is not @file.npy, zeros:DTYPE:COUNT or DTYPE:VALUE")
     return _scalar(_dtype(parts[0], spec), parts[1], spec)
+
+
+DEFAULT_BUFFER_BYTES_PER_THREAD = 16
+
+
+def default_arguments(params: List[ir.KernelParam], grid, block) -> Tuple[list, str]:
+    """Arguments for a launch given without --arg: zeroed buffers for 64-bit (pointer) parameters,
+    the thread count for integer scalars, 1.0 for floating-point ones; and a note saying so."""
+    threads = int(np.prod(grid)) * int(np.prod(block))
+    buffer_bytes = threads * DEFAULT_BUFFER_BYTES_PER_THREAD
+    args = []
+    for param in params:
+        if param.type in ("u64", "b64"):
+            args.append(np.zeros(buffer_bytes, dtype=np.uint8))
+        elif param.type.startswith("f"):
+            args.append(np.dtype(f"f{param.size}").type(1.0))
+        else:
+            kind = "u" if param.type.startswith(("u", "b")) else "i"
+            args.append(np.dtype(f"{kind}{param.size}").type(min(threads, (1 << (8 * param.size - 1)) - 1)))
+    note = (f"no --arg given: each 64-bit parameter gets a zeroed buffer of {buffer_bytes:,} bytes "
+            f"({DEFAULT_BUFFER_BYTES_PER_THREAD} per thread), each integer parameter {threads:,} (the thread count)")
+    return args, note
 
 
 @dataclass

@@ -36,7 +36,8 @@ def test_kernel_may_be_omitted_when_the_file_has_one(tmp_path):
 
 
 @pytest.mark.parametrize("args, status, fragment", [
-    (["--grid", "1", "--block", "2048"], 3, "CUDA_ERROR_INVALID_VALUE"),
+    (["--grid", "1", "--block", "2048", "--arg", "zeros:f32:32", "--arg", "zeros:f32:32", "--arg", "zeros:f32:32",
+      "--arg", "i32:32"], 3, "CUDA_ERROR_INVALID_VALUE"),
     (["--grid", "1", "--block", "32", "--arg", "zeros:f32:32"], 2, "takes 4 arguments, 1 given"),
     (["--grid", "1", "--block", "32", "--arg", "zeros:f32:32", "--arg", "zeros:f32:32", "--arg", "zeros:f32:32",
       "--arg", "i64:32"], 2, "is int64 (8 bytes) but parameter"),
@@ -119,6 +120,13 @@ def test_printf_prints_one_line_per_thread_in_c_format():
                     "--block", ",".join(map(str, spec["block"])), *args)
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.splitlines()) == sorted((base / "expected" / "printf" / "stdout.txt").read_text().splitlines())
+
+
+def test_run_without_args_passes_zeroed_buffers_and_says_so(tmp_path):
+    result = gpuemu("run", ROOT / "examples" / "transpose" / "transpose.ptx", "--kernel", "setRowReadRow",
+                    "--grid", "1", "--block", "32,32", "--out", tmp_path)
+    assert result.returncode == 0 and "no --arg given" in result.stderr
+    assert np.array_equal(np.load(tmp_path / "arg0.npy").view(np.int32)[:1024], np.arange(1024))
 
 
 def test_python_dash_m_and_isa_listing():

@@ -12,7 +12,8 @@ import pytest
 
 import emulator
 from emulator.ir import KernelParam
-from emulator.profile import Profile, bank_picture, default_arguments, render_html
+from emulator.profile import Profile, bank_picture, render_html
+from emulator.spec import default_arguments
 from emulator.stats import MemoryStats
 
 ROOT = Path(__file__).resolve().parents[1]
