@@ -378,10 +378,12 @@ class RaceChecker(Observer):
             shadow.r_step[granule] = batch.steps
 
     def _same_instruction(self, batch, instr, op, space, granule, thread, warp, mask, byte0, origin):
-        """Lanes of different warps that one store instruction sends to the same bytes."""
+        """Lanes of different warps of one CTA that one store instruction sends to the same bytes."""
         order = np.argsort(granule, kind="stable")
         g = granule[order]
-        same = (g[1:] == g[:-1]) & (warp[order][1:] != warp[order][:-1]) & ((mask[order][1:] & mask[order][:-1]) != 0)
+        cta = batch.cta_of[thread[order]]
+        same = (g[1:] == g[:-1]) & (warp[order][1:] != warp[order][:-1]) & (cta[1:] == cta[:-1]) & \
+            ((mask[order][1:] & mask[order][:-1]) != 0)
         if same.any():
             pairs = np.flatnonzero(same)
             second = order[pairs + 1]
