@@ -25,6 +25,9 @@ SPIN_ROTATE = 64
 NUM_BARRIERS = 16
 #: the first architecture whose barriers count threads (independent thread scheduling); older ones count warps
 PER_THREAD_BARRIERS_FROM = 70
+#: spin checks in a row with every thread at the same pc and no memory byte changed that make a livelock
+#: even while registers change (a counter in a loop that never ends); kernels with local memory excepted
+QUIET_SPIN_CHECKS = 100
 
 
 class Batch:
@@ -70,6 +73,7 @@ class Batch:
         self._next_spin_check = self.spin_limit
         self._spin_pcs = None
         self._spin_digest = None
+        self._quiet_checks = 0
         self.depth = None
         self.steps = 0
         self.warp_instructions = 0
@@ -636,25 +640,36 @@ class Batch:
     # ---- livelock detection ----
     def _check_spin(self, pc: int, sel) -> None:
         """Every spin_limit backward branches: when no thread's pc, register or memory byte changed
-        since the last check, the batch can never finish: report a livelock."""
+        since the last check, or when for QUIET_SPIN_CHECKS checks every thread stayed at its pc and no
+        memory byte changed, the batch can never finish: report a livelock."""
         self._next_spin_check = self.backward_branches + self.spin_limit
         pcs = self.rpc.copy()
         pcs[sel] = pc
         if self._spin_pcs is not None and np.array_equal(pcs, self._spin_pcs):
-            digest = self._state_digest()
-            if digest == self._spin_digest:
-                self.rpc[sel] = pc
-                raise self.launch.livelock_error(self)
+            digest = (self._memory_digest(), self._register_digest())
+            if self._spin_digest is not None and digest[0] == self._spin_digest[0]:
+                self._quiet_checks += 1
+                quiet = self._quiet_checks >= QUIET_SPIN_CHECKS and self.program.local_bytes == 0
+                if digest[1] == self._spin_digest[1] or quiet:
+                    self.rpc[sel] = pc
+                    raise self.launch.livelock_error(self, registers_change=digest[1] != self._spin_digest[1])
+            else:
+                self._quiet_checks = 0
             self._spin_digest = digest
         else:
             self._spin_digest = None
+            self._quiet_checks = 0
         self._spin_pcs = pcs
 
-    def _state_digest(self) -> bytes:
-        """A hash of the registers, thread states, global allocations and shared windows of the batch."""
+    def _register_digest(self) -> bytes:
         digest = hashlib.blake2b(digest_size=32)
         for array in (*self.regs, self.cc, self.status, self.bar_wait):
             digest.update(np.ascontiguousarray(array).view(np.uint8).data)
+        return digest.digest()
+
+    def _memory_digest(self) -> bytes:
+        """A hash of the global allocations and shared windows of the batch."""
+        digest = hashlib.blake2b(digest_size=32)
         for allocation in self.memory.allocations():
             if not allocation.freed and allocation.size:
                 digest.update(self.memory.read(allocation.address, allocation.size).data)
