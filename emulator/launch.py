@@ -511,10 +511,14 @@ class Launch:
                    f"of their block will not reach (sm_{self.arch}): " + self.describe_warps(batch))
         return DeviceError("GPUEMU_DEADLOCK", summary, summary)
 
-    def livelock_error(self, batch: Batch) -> DeviceError:
+    def livelock_error(self, batch: Batch, registers_change: bool = False) -> DeviceError:
         name = plain_name(self.program.name)
-        summary = (f"GPUEMU_LIVELOCK: kernel {name} can never finish: over {batch.spin_limit:,} loop iterations no "
-                   f"pc, register or memory byte changed (--spin-limit): " + self.describe_warps(batch))
+        if registers_change:
+            what = (f"over {batch.backward_branches:,} loop iterations every thread stayed in its loop and no memory "
+                    f"byte changed (--spin-limit {batch.spin_limit:,})")
+        else:
+            what = f"over {batch.spin_limit:,} loop iterations no pc, register or memory byte changed (--spin-limit)"
+        summary = f"GPUEMU_LIVELOCK: kernel {name} can never finish: {what}: " + self.describe_warps(batch)
         return DeviceError("GPUEMU_LIVELOCK", summary, summary)
 
     def describe_warps(self, batch: Batch) -> str:
