@@ -191,6 +191,33 @@ def test_a_spin_loop_that_never_ends_is_a_livelock_naming_every_warp(module):
     assert error is None and (out[:32] == 7).all() and session.errors() == 0
 
 
+COUNT_FOREVER = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry count_forever()
+{
+    .reg .b32 %r<2>;
+    .reg .pred %p<2>;
+    mov.u32 %r1, 0;
+$L1:
+    add.s32 %r1, %r1, 1;
+    setp.ne.s32 %p1, %r1, -5;
+    @%p1 bra $L1;
+    ret;
+}
+"""
+
+
+def test_a_loop_that_only_counts_is_a_livelock_once_memory_stays_still():
+    # the counter reaches -5 only after 2**32 - 5 iterations; with checks every 50 iterations the
+    # 100th quiet check comes at iteration 50 * 102
+    with pytest.raises(DeviceError) as info:
+        emulator.load(COUNT_FOREVER).kernel("count_forever").launch(1, 32, [], spin_limit=50)
+    assert info.value.cuda_error == "GPUEMU_LIVELOCK" and "over 5,100 loop iterations" in str(info.value)
+    assert "warp 0 is at pc 1" in str(info.value)
+
+
 # ---- init ----
 
 def test_reads_of_shared_memory_nothing_wrote(module):
