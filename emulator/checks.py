@@ -670,20 +670,54 @@ class SyncChecker(Observer):
         self.findings.add(("mask", instr.pc, what), "error", lines, int(bad.sum()), "lanes")
 
     # barriers
-    def barrier(self, batch, instr, sel, barrier_id, released) -> None:
+    @staticmethod
+    def _barrier_operands(instr):
+        """(barrier id and thread count operands, whether it is an aligned barrier for the whole CTA)."""
         parts = instr.opcode.split(".")
         operands = instr.operands
         if parts[0] in ("bar", "barrier") and "red" in parts:
             operands = operands[1:-1]
-        arriving = lanes_of(sel, batch.n)
         counted = parts[0] in ("bar", "barrier") and len(operands) > 1
-        if len(arriving) and counted:
+        aligned = parts[0] in ("bar", "BAR") or "aligned" in parts
+        return operands, aligned and not counted
+
+    def barrier(self, batch, instr, sel, barrier_id, released) -> None:
+        operands, whole_cta = self._barrier_operands(instr)
+        arriving = lanes_of(sel, batch.n)
+        if len(arriving) and instr.opcode.split(".")[0] in ("bar", "barrier") and len(operands) > 1:
             count = int(self._read(batch, instr, operands[1], sel)[0])
             self._check_count(batch, instr, arriving, count)
-        elif len(arriving) and (parts[0] in ("bar", "BAR") or "aligned" in parts):
+        elif len(arriving) and whole_cta:
             self._open_phases(batch, instr, barrier_id, arriving)
         if released is not None and len(released):
             self._close_phases(batch, barrier_id, np.unique(batch.cta_of[released]))
+            self._check_same_instruction(batch, released)
+
+    def _check_same_instruction(self, batch, released):
+        """Threads that one aligned barrier released must all have waited at the same instruction."""
+        pcs = batch.resume_pc[released] - 1
+        if np.all(pcs == pcs[0]):
+            return
+        instrs = self.launch.program.instrs
+        for cta in np.unique(batch.cta_of[released]):
+            mine = released[batch.cta_of[released] == cta]
+            where = np.unique(batch.resume_pc[mine] - 1)
+            if len(where) < 2 or not all(self._barrier_operands(instrs[pc])[1] for pc in where):
+                continue
+            first = int(mine[0])
+            other = int(mine[batch.resume_pc[mine] - 1 != where[0]][0])
+
+            def lines(first=first, other=other, where=where):
+                thread, block = who(batch, first)
+                second, _ = who(batch, other)
+                places = "; ".join(f"pc {pc} {self.launch.where(instrs[pc])} `{' '.join(instrs[pc].text.split())}`"
+                                   for pc in where)
+                return ["Barrier error detected. Divergent thread(s) in block",
+                        f"at {location(self.launch, instrs[where[0]])}",
+                        f"by {thread} in {block}",
+                        f"one barrier released threads waiting at different instructions, e.g. {thread} and "
+                        f"{second}: {places}"]
+            self.findings.add(("different barriers", tuple(int(pc) for pc in where)), "error", lines)
 
     def _check_count(self, batch, instr, arriving, count):
         if count % 32 == 0 and 0 < count <= batch.tpc_pad:

@@ -157,6 +157,18 @@ def test_correct_reduction_completes_with_per_warp_barriers(module):
     assert error is None and session.errors() == 0 and out[0] == 255 * 256 / 2
 
 
+def test_threads_released_from_different_syncthreads_are_divergent(module):
+    out = np.zeros(64, np.int32)
+    _, report, error = check(module, "barrier_in_both_branches", 1, 64, [out], {"sync"})
+    # barrier 0 lets both warps through, so warp 1 reads what warp 0 stored and the other way round
+    assert error is None and list(out) == [-t for t in range(32, 64)] + list(range(32))
+    assert "one barrier released threads waiting at different instructions, e.g. thread (0,0,0) and " \
+           "thread (32,0,0)" in report
+    first = cuda_line("__syncthreads();", after="barrier_in_both_branches")
+    second = cuda_line("__syncthreads();", after="s[t] = -t;")
+    assert f"({first})" in report and f"({second})" in report
+
+
 def test_barrier_thread_counts_must_be_whole_warps_and_reachable(module):
     _, report, error = check(module, "bar_count", 1, 64, [np.zeros(64, np.int32), np.int32(48)], {"sync"})
     assert error is None and "thread count 48 is not a multiple of the warp size (32)" in report

@@ -184,3 +184,19 @@ extern "C" __global__ void float_atomic_sum(const float *in, float *sum) {
 extern "C" __global__ void int_atomic_sum(const int *in, int *sum) {
     atomicAdd(sum, in[blockIdx.x * blockDim.x + threadIdx.x]);
 }
+
+// Warp 0 waits at one __syncthreads(), warp 1 at another: both are barrier 0, so the block passes,
+// but the threads did not execute the same barrier instruction.
+extern "C" __global__ void barrier_in_both_branches(int *out) {
+    __shared__ int s[64];
+    int t = threadIdx.x;
+    if (t < 32) {
+        s[t] = t;
+        __syncthreads();
+        out[t] = s[t + 32];
+    } else {
+        s[t] = -t;
+        __syncthreads();
+        out[t] = s[t - 32];
+    }
+}
