@@ -58,6 +58,7 @@ CASES = {
     "vote_names_exited_lanes": (CHECKS, "vote_names_exited_lanes", 1, 32, 0, lambda cp: [cp.arange(32, dtype=cp.int32), cp.zeros(32, cp.int32)], ["synccheck"]),
     "bar_count_48": (CHECKS, "bar_count", 1, 64, 0, lambda cp: [cp.zeros(64, cp.int32), np.int32(48)], ["synccheck"]),
     "bar_count_64": (CHECKS, "bar_count", 1, 64, 0, lambda cp: [cp.zeros(64, cp.int32), np.int32(64)], ["synccheck"]),
+    "barrier_in_both_branches": (CHECKS, "barrier_in_both_branches", 1, 64, 0, lambda cp: [cp.zeros(64, cp.int32)], ["synccheck", "racecheck"]),
     "producerConsumerGlobal": (FENCES, "_Z22producerConsumerGlobalPiPViS_", 1, 64, 0, lambda cp: [cp.zeros(32, cp.int32), cp.zeros(1, cp.int32), cp.zeros(64, cp.int32)], ["racecheck"]),
     "producerConsumerShared": (FENCES, "_Z22producerConsumerSharedPi", 1, 64, 0, lambda cp: [cp.zeros(64, cp.int32)], ["racecheck"]),
     "spinLockWarp": (FENCES, "_Z12spinLockWarpPiPVi", 1, 32, 0, lambda cp: [cp.zeros(1, cp.int32), cp.zeros(1, cp.int32)], ["racecheck"]),
