@@ -22,6 +22,7 @@ from . import ir
 from .errors import UsageError
 from .executors import ALL
 from .launch import plain_name
+from .memory import DeviceFault
 from .observe import Observer
 
 FORMAT = 1
@@ -282,7 +283,7 @@ class TraceWriter(Observer):
         """The bytes at each lane's address after the instruction, and the warp counters."""
         try:
             raw = batch.memory.load(space, addresses, threads, width)
-        except Exception:
+        except (DeviceFault, ValueError, IndexError):
             raw = None
         counters = None
         if space in ("shared", "global") and len(addresses):
