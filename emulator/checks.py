@@ -15,7 +15,7 @@ import numpy as np
 
 from . import ir
 from .errors import DeviceError, GpuemuError, UsageError
-from .executors import AddressPlan, lanes_of, reader
+from .executors import lanes_of, reader
 from .launch import DEFAULT_ARCH, DEFAULT_SPIN_LIMIT, arch_number, plain_name
 from .machine import AT_BARRIER, EXITED, INF
 from .memory import LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, WINDOW_SIZE
@@ -44,33 +44,6 @@ def is_strong(instr: ir.Instr) -> bool:
 
 def is_fence(instr: ir.Instr) -> bool:
     return instr.opcode.split(".")[0] in ("membar", "fence")
-
-
-class AsyncCopyTargets:
-    """The shared-memory destinations of cp.async copies, which land without a store event of their own."""
-
-    def __init__(self):
-        self.plans = {}
-
-    def destinations(self, batch, instr: ir.Instr, sel):
-        """(space, addresses, threads, width) of a cp.async copy's active lanes, or None for other instructions."""
-        if instr.op_class != "cp_async" or instr.decoded.get("cpop") is not None or len(instr.operands) < 3:
-            return None
-        size = instr.operands[2]
-        if not isinstance(size, ir.ImmRef) or size.value not in (4, 8, 16):
-            return None
-        key = (id(batch), instr.pc)
-        if key not in self.plans:
-            self.plans = {k: v for k, v in self.plans.items() if k[0] == id(batch)}
-            self.plans[key] = AddressPlan(batch, instr, instr.operands[0], "shared")
-        threads = lanes_of(sel, batch.n)
-        if instr.guard is not None:
-            reg, negated = instr.guard
-            threads = threads[batch.regs[reg.index][sel] != negated]
-            if len(threads) == 0:
-                return None
-        space, addresses, _ = self.plans[key].addresses(threads)
-        return space, addresses, threads, int(size.value)
 
 
 class CheckFailed(GpuemuError):
@@ -228,7 +201,6 @@ class RaceChecker(Observer):
     def __init__(self):
         self.findings = Findings()
         self.hazards = 0
-        self.async_copies = AsyncCopyTargets()
 
     def begin_launch(self, launch) -> None:
         self.launch = launch
@@ -260,11 +232,6 @@ class RaceChecker(Observer):
             self.warp_epoch[np.unique(lanes_of(sel, batch.n) >> 5)] += 1
         elif is_fence(instr):
             self.fence_step[sel] = batch.steps
-        else:
-            copy = self.async_copies.destinations(batch, instr, sel)
-            if copy is not None:
-                space, addresses, threads, width = copy
-                self.memory(batch, instr, "store", space, addresses, threads, width)
 
     # accesses
     def memory(self, batch, instr, op, space, addresses, threads, width) -> None:
@@ -480,14 +447,6 @@ class InitChecker(Observer):
         self.uninitialized = set(int(a) for a in uninitialized)
         self.uninitialized_params = list(uninitialized_params)
         self.findings = Findings()
-        self.async_copies = AsyncCopyTargets()
-
-    def step(self, batch, instr, sel, warps, lanes) -> None:
-        if instr.control == ir.STRAIGHT and instr.op_class == "cp_async":
-            copy = self.async_copies.destinations(batch, instr, sel)
-            if copy is not None:
-                space, addresses, threads, width = copy
-                self.memory(batch, instr, "store", space, addresses, threads, width)
 
     def begin_launch(self, launch) -> None:
         self.launch = launch
@@ -1127,12 +1086,7 @@ def after_run(options, observer: Optional[CheckSession], stats, report) -> None:
         if not outcome["identical"]:
             problems.append("outputs depend on the schedule (--repeat)")
     if problems and options.error_exitcode:
-        if options.json:
-            from .cli import write_json_atomically
-            report["status"] = "check failed"
-            write_json_atomically(options.json, report)
-        raise CheckFailed("; ".join(problems) + " (the report above says where; --error-exitcode 0 writes the "
-                          "outputs anyway)", options.error_exitcode)
+        raise CheckFailed("; ".join(problems) + " (the report above says where)", options.error_exitcode)
 
 
 def repeat_outputs(options) -> Dict[str, object]:

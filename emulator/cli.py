@@ -2,7 +2,8 @@
 
 Features add themselves without touching this file's logic: a module listed in RUN_FEATURES may
 define `add_run_arguments(parser)`, `observer_for(options, module, kernel)`, `policy_for(options)`
-and `after_run(options, observer, stats, report)`; a module listed in COMMANDS defines
+and `after_run(options, observer, stats, report)` (which may raise a GpuemuError for findings: the
+outputs and the report are still written, then the command exits with that error's status); a module listed in COMMANDS defines
 `add_command(subparsers, add_launch_arguments)` and registers its handler with set_defaults(handler=…).
 """
 from __future__ import annotations
@@ -164,15 +165,22 @@ def command_run(options) -> int:
         raise
     report = stats.as_dict()
     report["status"] = "ok"
+    finding = None
     for feature, observer in attached:
         if hasattr(feature, "after_run"):
-            feature.after_run(options, observer, stats, report)
+            try:
+                feature.after_run(options, observer, stats, report)
+            except GpuemuError as error:
+                finding = finding or error
+                report["status"] = "check failed"
     if options.out:
         for index, arg in enumerate(args):
             if isinstance(arg, np.ndarray):
                 write_npy_atomically(os.path.join(options.out, f"arg{index}.npy"), arg)
     if options.json:
         write_json_atomically(options.json, report)
+    if finding is not None:
+        raise finding
     return 0
 
 

@@ -458,13 +458,9 @@ class Launch:
         return stats
 
     def _notify_failure(self, error: DeviceError) -> None:
-        """Tell subscribers with a launch_failed(launch, error) method that the launch stops here."""
-        if self.observer is None:
-            return
-        for observer in getattr(self.observer, "observers", (self.observer,)):
-            failed = getattr(observer, "launch_failed", None)
-            if failed is not None:
-                failed(self, error)
+        """Tell the subscribers that the launch stops here."""
+        if self.observer is not None:
+            self.observer.launch_failed(self, error)
 
     def _bytes_per_cta(self) -> int:
         tpc_pad = (self.block[0] * self.block[1] * self.block[2] + 31) // 32 * 32

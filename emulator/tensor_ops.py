@@ -13,7 +13,7 @@ from typing import List
 import numpy as np
 
 from . import executors, ir
-from .executors import ALL, AddressPlan, count_of, lanes_of, reader, writer
+from .executors import AddressPlan, lanes_of, reader, writer
 from .memory import DeviceFault
 
 
@@ -26,24 +26,28 @@ class AsyncCopies:
         self.committed = np.zeros(n, dtype=np.int64)
         self.records: List[list] = []
 
-    def issue(self, threads: np.ndarray, destinations: np.ndarray, data: np.ndarray) -> None:
-        self.records.append([threads, destinations, data, self.committed[threads].copy()])
+    def issue(self, instr, threads: np.ndarray, destinations: np.ndarray, data: np.ndarray) -> None:
+        self.records.append([threads, destinations, data, self.committed[threads].copy(), instr])
 
     def commit(self, threads) -> None:
         self.committed[threads] += 1
 
-    def complete(self, memory, threads: np.ndarray, keep_groups: int) -> None:
-        """Write every copy of these threads that belongs to a group older than their keep_groups newest."""
+    def complete(self, batch, threads: np.ndarray, keep_groups: int) -> None:
+        """Write every copy of these threads that belongs to a group older than their keep_groups newest; the store
+        event names the cp.async that issued it."""
         member = np.zeros(len(self.committed), dtype=bool)
         member[threads] = True
         remaining = []
         for record in self.records:
-            owners, destinations, data, groups = record
+            owners, destinations, data, groups, instr = record
             done = member[owners] & (groups < self.committed[owners] - keep_groups)
             if np.any(done):
-                memory.store("shared", destinations[done], owners[done], data.shape[1], data[done])
+                if batch.observer is not None:
+                    batch.observer.memory(batch, instr, "store", "shared", destinations[done], owners[done],
+                                          data.shape[1])
+                batch.memory.store("shared", destinations[done], owners[done], data.shape[1], data[done])
             if not np.all(done):
-                remaining.append([owners[~done], destinations[~done], data[~done], groups[~done]])
+                remaining.append([owners[~done], destinations[~done], data[~done], groups[~done], instr])
         self.records = remaining
 
 
@@ -68,7 +72,7 @@ def build_cp_async(batch, instr: ir.Instr):
                 copies.commit(threads)
             keep = int(np.asarray(keep_reader(sel)).reshape(-1)[0])
             try:
-                copies.complete(batch.memory, threads, keep)
+                copies.complete(batch, threads, keep)
             except DeviceFault as fault:
                 raise batch.fault_error(instr, fault, None) from None
         return executors.guarded(batch, instr, wait)
@@ -104,7 +108,7 @@ def build_cp_async(batch, instr: ir.Instr):
             part = (valid > offset) & ~whole
             if np.any(part):
                 data[part, offset] = read(space, addresses[part] + np.uint64(offset), lanes[part], 1)[:, 0]
-        _copies(batch).issue(lanes, targets.copy(), data)
+        _copies(batch).issue(instr, lanes, targets.copy(), data)
     return executors.guarded(batch, instr, issue)
 
 

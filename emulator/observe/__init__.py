@@ -44,6 +44,9 @@ class Observer:
     def exited(self, batch, instr, threads) -> None:
         """These threads executed exit/ret from the kernel."""
 
+    def launch_failed(self, launch, error) -> None:
+        """The launch stops with a DeviceError (a fault, deadlock, livelock, trap); end_launch will not come."""
+
 
 class Observers(Observer):
     """Fan one event out to several subscribers, in order."""
@@ -68,6 +71,7 @@ class Observers(Observer):
     branch = _fan("branch")
     barrier = _fan("barrier")
     exited = _fan("exited")
+    launch_failed = _fan("launch_failed")
     del _fan
 
 
