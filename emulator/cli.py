@@ -24,8 +24,8 @@ from .spec import default_arguments, parse_arg
 
 #: modules that extend `gpuemu run` (statistics, checkers, traces, ...), imported when present
 RUN_FEATURES = ("emulator.stats", "emulator.checks", "emulator.trace")
-#: modules that add subcommands (profile, debug, trace diff, ...), imported when present
-COMMANDS = ("emulator.profile", "emulator.debugger", "emulator.trace")
+#: subcommands other modules add (profile, debug, trace diff, ...): imported only when used or for --help
+COMMANDS = {"profile": "emulator.profile", "debug": "emulator.debugger", "trace": "emulator.trace"}
 
 
 def _present(names: Sequence[str]) -> List[object]:
@@ -93,23 +93,28 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
                         help="memory core: the C library or the pure-numpy fallback")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The parser; given the command the user typed, only that subcommand's modules are imported."""
     parser = _Parser(prog="gpuemu", description="Run CUDA PTX kernels on the CPU, instruction by instruction.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    run = commands.add_parser("run", help="run a kernel and write its buffers")
-    add_launch_arguments(run)
-    run.add_argument("--out", help="directory for argK.npy (every buffer argument after the launch)")
-    run.add_argument("--json", help="write the run's statistics as JSON")
-    for feature in _present(RUN_FEATURES):
-        if hasattr(feature, "add_run_arguments"):
-            feature.add_run_arguments(run)
-    run.set_defaults(handler=command_run)
-    isa = commands.add_parser("isa", help="list the instructions gpuemu implements")
-    isa.add_argument("--markdown", action="store_true", help="as a markdown table")
-    isa.set_defaults(handler=command_isa)
-    for command in _present(COMMANDS):
-        if hasattr(command, "add_command"):
-            command.add_command(commands, add_launch_arguments)
+    everything = command not in ("run", "isa", *COMMANDS)
+    if everything or command == "run":
+        run = commands.add_parser("run", help="run a kernel and write its buffers")
+        add_launch_arguments(run)
+        run.add_argument("--out", help="directory for argK.npy (every buffer argument after the launch)")
+        run.add_argument("--json", help="write the run's statistics as JSON")
+        for feature in _present(RUN_FEATURES):
+            if hasattr(feature, "add_run_arguments"):
+                feature.add_run_arguments(run)
+        run.set_defaults(handler=command_run)
+    if everything or command == "isa":
+        isa = commands.add_parser("isa", help="list the instructions gpuemu implements")
+        isa.add_argument("--markdown", action="store_true", help="as a markdown table")
+        isa.set_defaults(handler=command_isa)
+    for name, module_name in COMMANDS.items():
+        if everything or command == name:
+            for module in _present((module_name,)):
+                module.add_command(commands, add_launch_arguments)
     return parser
 
 
@@ -195,9 +200,10 @@ def command_isa(options) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
     try:
-        options = parser.parse_args(argv)
+        parser = build_parser(arguments[0] if arguments else None)
+        options = parser.parse_args(arguments)
         if options.command is None:
             parser.print_help()
             return 2
