@@ -15,14 +15,16 @@ from .. import executors
 from ..errors import LaunchError
 from ..executors import ALL, count_of, lanes_of, subselect, threads_of
 from ..memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
-from .operands import Address, ConstWord, Immediate, Pred, Special, Value
+from .operands import Address, ConstWord, Immediate, Pred, SignBit, Special, Value
 
 U32, U64 = np.uint32, np.uint64
 #: 32-bit pointers (Fermi code for a 32-bit host) address the 4 GiB of global memory starting here
 ADDRESS_HIGH = GLOBAL_BASE & ~0xFFFFFFFF
 BANK_BYTES = 64 * 1024
 LOCKS_PER_CTA = 256
-_SIGN = {"f": 0x80000000, "F": 1 << 63, "h": 0x80008000}
+#: sm_90 bank 0: the launch's dynamic shared-memory size and the shared memory reserved below user data
+DYNAMIC_SHARED_OFFSET, SHARED_RESERVE_OFFSET = 0x2C, 0x114
+_SIGN = {"f": 0x80000000, "F": 1 << 63, "h": 0x80008000, "hb": 0x80008000}
 
 
 # ---- constant banks --------------------------------------------------------------------------------
@@ -45,6 +47,9 @@ def constant_banks(batch) -> Dict[int, np.ndarray]:
     for axis in range(3):
         _put(driver, arch.ntid_offset + 4 * axis, launch.block[axis], 4)
         _put(driver, arch.nctaid_offset + 4 * axis, launch.grid[axis], 4)
+    if arch.global_descriptor is not None:
+        _put(driver, DYNAMIC_SHARED_OFFSET, launch.dynamic_shared, 4)
+        _put(driver, SHARED_RESERVE_OFFSET, arch.shared_base, 4)
     stack_bank, stack_offset = arch.stack
     banks.setdefault(stack_bank, np.zeros(BANK_BYTES, dtype=np.uint8))
     _put(banks[stack_bank], stack_offset, program.local_bytes, 4)
@@ -137,6 +142,9 @@ def _special_reader(batch, ref: Special) -> Callable:
     if ref.name == "swinhi":
         value = U32(SHARED_WINDOW >> 32)
         return lambda sel: value
+    if ref.name == "smemsz":
+        value = U32(batch.program.arch.shared_base + (batch.launch.dynamic_shared + 127) // 128 * 128)
+        return lambda sel: value
     special = batch.special(ref.name)
     if callable(special):
         return lambda sel: np.asarray(special(sel)).astype(U32)
@@ -151,7 +159,7 @@ def value_reader(batch, ref, kind: str = "int") -> Callable:
     """sel → bits of a source operand with its `~`, `|x|` and (for float kinds) `-` applied."""
     if ref is None:
         return lambda sel: None
-    if isinstance(ref, Pred):
+    if isinstance(ref, (Pred, SignBit)):
         return pred_reader(batch, ref)
     read = _raw_reader(batch, ref)
     invert = getattr(ref, "invert", False)
@@ -180,11 +188,21 @@ def value_reader(batch, ref, kind: str = "int") -> Callable:
                 bits = np.abs(signed).view(dtype)
         if negate:
             bits = bits ^ sign
+        if kind in ("f", "F") and (absolute or negate):
+            raw = np.asarray(read(sel), dtype=dtype)
+            magnitude = raw & ~sign
+            exponent = dtype(0x7F800000 if width == 32 else 0x7FF0000000000000)
+            bits = np.where(magnitude > exponent, raw, bits)
         return bits
     return modified
 
 
-def pred_reader(batch, ref: Pred) -> Callable:
+def pred_reader(batch, ref) -> Callable:
+    if isinstance(ref, SignBit):
+        read = _raw_reader(batch, ref.value)
+        if ref.negated:
+            return lambda sel: (np.asarray(read(sel)) >> U32(31)) == 0
+        return lambda sel: (np.asarray(read(sel)) >> U32(31)) != 0
     if ref.reg is None:
         value = np.bool_(not ref.negated)
         return lambda sel: value
@@ -531,6 +549,32 @@ def build_vote(batch, instr, plan) -> Callable:
     return execute
 
 
+def build_match(batch, instr, plan) -> Callable:
+    """MATCH.ANY: the lanes of the warp holding the same value; MATCH.ALL: the active mask when all agree."""
+    read = _raw_reader(batch, plan.sources[0])
+    write_mask = value_writer(batch, plan.dests[0], 32)
+    write_all = value_writer(batch, plan.dests[1], 1)
+    every = "ALL" in plan.mods
+
+    def execute(sel):
+        active = np.zeros(batch.n, dtype=bool)
+        active[sel] = True
+        values = np.zeros(batch.n, dtype=U64)
+        values[sel] = np.asarray(read(sel)).astype(U64)
+        grid, members = values.reshape(-1, 32), active.reshape(-1, 32)
+        same = (grid[:, :, None] == grid[:, None, :]) & members[:, None, :] & members[:, :, None]
+        masks = (same.astype(U32) * _LANE_BITS).sum(axis=2, dtype=U32).reshape(-1)[sel]
+        if every:
+            active_bits = np.repeat((members.astype(U32) * _LANE_BITS).sum(axis=1, dtype=U32), 32)[sel]
+            agree = masks == active_bits
+            masks = np.where(agree, active_bits, U32(0))
+            if write_all is not None:
+                write_all(sel, agree)
+        if write_mask is not None:
+            write_mask(sel, masks)
+    return execute
+
+
 def build_return_check(batch, instr, plan) -> Callable:
     read = _raw_reader(batch, plan.sources[0])
     write = value_writer(batch, plan.dests[0], 1)
@@ -553,7 +597,7 @@ def build_nop(batch, instr, plan) -> Callable:
 BUILDERS = {
     "alu": build_alu, "load": build_load, "store": build_store, "atomic": build_atomic, "reduce": build_atomic,
     "lock_arbitrate": build_lock_arbitrate, "lock_load": build_lock_load, "unlock_store": build_unlock_store,
-    "vote": build_vote, "return_check": build_return_check, "nop": build_nop,
+    "vote": build_vote, "match": build_match, "return_check": build_return_check, "nop": build_nop,
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -23,7 +23,7 @@ from ..errors import PTXSemanticError
 from . import syntax as S
 from .arch import Arch, arch_for
 from .mangle import parameter_types
-from .operands import Address, ConstWord, Immediate, Pred, Special, Value
+from .operands import Address, ConstWord, Immediate, Pred, SignBit, Special, Value
 from .table import SassOp, lookup, p2r, r2p
 
 #: load/store/atomic mnemonics: (operation, state space)
@@ -221,7 +221,7 @@ class _Lowering:
     def value(self, instr, operand, width: int = 32, kind: str = "int") -> Any:
         """A value source or destination: register (pair), immediate, constant word or special register."""
         if isinstance(operand, tuple) and operand[0] == "halves":
-            high, low = (self.value(instr, part, 32, "h") for part in operand[1:])
+            high, low = (self.value(instr, part, 32, kind if kind in ("h", "hb") else "h") for part in operand[1:])
             return Immediate((high.bits << 16) | low.bits, 32)
         negate = absolute = invert = False
         while isinstance(operand, S.Modified):
@@ -240,7 +240,7 @@ class _Lowering:
             text = operand.text
             parts = text.split(".")
             base, suffixes = parts[0], [p for p in parts[1:] if p not in _SUFFIXES_IGNORED]
-            if base.upper() in _FLOAT_WORDS and kind in ("f", "F", "h"):
+            if base.upper() in _FLOAT_WORDS and kind in ("f", "F", "h", "hb"):
                 return self._immediate(instr, base.upper(), width, kind, negate, absolute)
             match = _REG.match(base)
             if match:
@@ -266,7 +266,7 @@ class _Lowering:
 
     def _immediate(self, instr, text: str, width: int, kind: str, negate: bool, absolute: bool) -> Immediate:
         mask = (1 << width) - 1
-        if kind in ("f", "F", "h") and (text in _FLOAT_WORDS or not text.lower().startswith("0x")):
+        if kind in ("f", "F", "h", "hb") and (text in _FLOAT_WORDS or not text.lower().startswith("0x")):
             value = _FLOAT_WORDS[text] if text in _FLOAT_WORDS else float(text)
             if absolute:
                 value = abs(value)
@@ -274,6 +274,8 @@ class _Lowering:
                 value = -value
             if kind == "h":
                 return Immediate(int(np.array(value, dtype=np.float16).view(np.uint16)), 16)
+            if kind == "hb":
+                return Immediate(int(np.array(value, dtype=np.float32).view(np.uint32)) >> 16, 16)
             return Immediate(_float_bits(value, 64 if kind == "F" else 32), width)
         try:
             value = _int(text)
@@ -281,7 +283,7 @@ class _Lowering:
             raise self.error(instr, f"'{text}' is not an integer") from None
         if kind in ("f", "F") and negate:
             return Immediate(value ^ (1 << (width - 1)), width)
-        if kind == "h":
+        if kind in ("h", "hb"):
             return Immediate(value & 0xFFFF, 16)
         return Immediate((-value if negate else value) & mask, width)
 
@@ -294,8 +296,8 @@ class _Lowering:
             return Special(SPECIALS[key])
         if key in SPECIAL_CONSTANTS:
             return Special(key.lower(), SPECIAL_CONSTANTS[key])
-        if key == "SWINHI":
-            return Special("swinhi")
+        if key in ("SWINHI", "SMEMSZ"):
+            return Special(key.lower())
         raise self.error(instr, f"unsupported special register '{text}'")
 
     def _const(self, instr, operand: S.Bracketed, width: int, negate=False, absolute=False, invert=False) -> ConstWord:
@@ -330,6 +332,9 @@ class _Lowering:
             operand = operand.inner
         if not isinstance(operand, S.Name):
             raise self.error(instr, "expected a predicate such as P0 or PT")
+        register = _REG.match(operand.text.split(".")[0])
+        if register and "SIGN" in operand.text.split(".")[1:]:
+            return SignBit(self._register_value(register, 32, False, False, False, None), negated)
         match = _PRED.match(operand.text.split(".")[0])
         if not match:
             raise self.error(instr, f"'{operand.text}' is not a predicate")
@@ -456,6 +461,8 @@ class _Lowering:
             self.lower_predicate_register(sass, address, base, mods)
         elif base in ("VOTE", "VOTEU"):
             self.lower_vote(sass, address, base, mods)
+        elif base == "MATCH":
+            self.lower_match(sass, address, mods)
         elif base == "SHFL":
             self.lower_shfl(sass, address, mods)
         elif base == "REDUX":
@@ -475,13 +482,25 @@ class _Lowering:
     def lower_branch(self, sass, address, base, mods) -> None:
         if not sass.operands:
             raise self.error(sass, f"{base} needs a target address")
-        if base == "BRX" or isinstance(sass.operands[0], S.Name) and base != "CALL":
+        if base == "BRX" or isinstance(sass.operands[0], S.Name) and not self._is_pred(sass.operands[0]):
             raise self.error(sass, f"indirect branch '{sass.opcode}' is not supported")
         operand = sass.operands[-1]
         if base in ("CALL", "JCAL") and "ABS" in mods:
             raise self.error(sass, "calls to external functions (CALL.ABS, e.g. vprintf) are not supported in SASS")
         target = self._target_address(sass, operand)
-        self.branches.append((self.emit(sass, address, ir.BRANCH, None), target, sass))
+        conditions = [self.pred(sass, o) for o in sass.operands[:-1] if self._is_pred(o)]
+        guard = "inherit"
+        if conditions:
+            taken = self.hidden_pred(f"branch_{address:x}")
+            current = self.guard(sass)
+            guard_pred = Pred(current[0], current[1]) if current else Pred(None)
+            plan = Plan("alu", op=lookup("PLOP3"), mods=("LUT",), dests=(Pred(taken), None),
+                        sources=(guard_pred, conditions[0], Pred(None), Immediate(0x80), Immediate(0)),
+                        kinds=("pred", "pred", "pred", "int", "int"), widths=(1, 1), neg=(False,) * 5)
+            self.emit(sass, address, ir.STRAIGHT, SassDecoded(base, mods), [Pred(taken)], guard=None,
+                      info={"sass": plan, "synthetic": "branch_condition"})
+            guard = (taken, False)
+        self.branches.append((self.emit(sass, address, ir.BRANCH, None, guard=guard), target, sass))
 
     def lower_return(self, sass, address) -> None:
         operands = [o for o in sass.operands if isinstance(o, S.Name)]
@@ -572,7 +591,10 @@ class _Lowering:
     def _is_pred(self, operand) -> bool:
         while isinstance(operand, S.Modified) and operand.modifier == "!":
             operand = operand.inner
-        return isinstance(operand, S.Name) and bool(_PRED.match(operand.text.split(".")[0]))
+        if not isinstance(operand, S.Name):
+            return False
+        parts = operand.text.split(".")
+        return bool(_PRED.match(parts[0])) or (bool(_REG.match(parts[0])) and "SIGN" in parts[1:])
 
     def lower_special(self, sass, address, base, mods) -> None:
         if len(sass.operands) != 2:
@@ -721,6 +743,15 @@ class _Lowering:
         operands = (ir.PredPairRef(first, second), *(self.ptx_value(sass, s) for s in sources[:3]))
         self.emit(sass, address, ir.STRAIGHT, decode("shfl", ("sync", mode, "b32")), operands)
 
+    def lower_match(self, sass, address, mods) -> None:
+        """MATCH.ANY Rd, Ra / MATCH.ALL Pd, Rd, Ra (.U64: Ra a pair)."""
+        pred_dest = self.pred(sass, sass.operands[0]) if self._is_pred(sass.operands[0]) else None
+        dest, source = [o for o in sass.operands if not self._is_pred(o)][:2]
+        plan = Plan("match", mods=mods, dests=(self.value(sass, dest), pred_dest),
+                    sources=(self.value(sass, source, 64 if "U64" in mods else 32),))
+        self.emit(sass, address, ir.STRAIGHT, SassDecoded("MATCH", mods), [*plan.dests, *plan.sources],
+                  info={"sass": plan})
+
     def lower_redux(self, sass, address, mods) -> None:
         op = next((m.lower() for m in ("SUM", "MIN", "MAX", "AND", "OR", "XOR") if m in mods), "and")
         op = "add" if op == "sum" else op
@@ -744,7 +775,7 @@ class _Lowering:
             operand = operands[position] if present else None
             position += 1 if present else 0
             role, _, tag = slot.rstrip("?").partition(":")
-            kind = {"": "int", "64": "int", "f": "f", "F": "F", "h": "h"}[tag]
+            kind = {"": "int", "64": "int", "f": "f", "F": "F", "h": "hb" if "BF16_V2" in mods else "h"}[tag]
             width = 64 if tag in ("64", "F") else 32
             if role == "q":
                 dests.append(self.pred(sass, operand) if present else None)
@@ -763,6 +794,8 @@ class _Lowering:
                 neg.append(bool(kind == "int" and getattr(value, "negate", False)))
         if legacy:
             self._condition_code(operands, shape, mods, dests, sources)
+        if "XORSIGN" in mods:
+            sources = [replace(s, absolute=False) if isinstance(s, Value) else s for s in sources]
         plan = Plan("alu", op=op, mods=mods, dests=tuple(dests), sources=tuple(sources), kinds=tuple(kinds),
                     widths=tuple(widths), neg=tuple(neg))
         self.emit(sass, address, ir.STRAIGHT, SassDecoded(base, mods), [*dests, *sources], info={"sass": plan})

@@ -29,6 +29,13 @@ class Pred:
 
 
 @dataclass(frozen=True)
+class SignBit:
+    """`R2.SIGN` as a predicate source: the register's bit 31."""
+    value: Value
+    negated: bool = False
+
+
+@dataclass(frozen=True)
 class Immediate:
     """Raw bits of an immediate at the slot's width (floats already encoded)."""
     bits: int

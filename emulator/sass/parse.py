@@ -66,7 +66,10 @@ class _ToSyntax(Transformer):
         return S.Modified("~", items[0])
 
     def absolute(self, items):
-        return S.Modified("|", items[0])
+        inner = items[0]
+        if len(items) > 1 and isinstance(inner, S.Name):
+            inner = S.Name(inner.text + str(items[1]))
+        return S.Modified("|", inner)
 
     def label_ref(self, items):
         return S.LabelRef(str(items[0]))

@@ -110,10 +110,6 @@ def iadd(a, b, carry, *, mods, neg):
     return _u32(total), _carry(total, 32)
 
 
-def viadd(a, b, *, mods, neg):
-    return (_u32(_term(a, neg[0]) + _term(b, neg[1])),)
-
-
 def _imad_shape(mods, legacy):
     if "WIDE" in mods:
         return "d:64 q? s s s:64 p?"
@@ -232,14 +228,51 @@ def iabs(a, *, mods, neg):
     return (_u32(np.abs(_signed_wide(a).view(np.int64))),)
 
 
+def _halves16(x, signed):
+    x = _u32(x)
+    low, high = (x & U32(0xFFFF)).astype(np.int64), (x >> U32(16)).astype(np.int64)
+    if signed:
+        low, high = np.where(low >= 0x8000, low - 0x10000, low), np.where(high >= 0x8000, high - 0x10000, high)
+    return low, high
+
+
+def _pack16(low, high):
+    return ((np.asarray(high).astype(np.int64) & 0xFFFF) << 16 | (np.asarray(low).astype(np.int64) & 0xFFFF)).astype(U32)
+
+
+def viadd(a, b, *, mods, neg):
+    """VIADD (and VIADD.16x2, two 16-bit lanes)."""
+    if "16x2" in mods:
+        (al, ah), (bl, bh) = _halves16(a, False), _halves16(b, False)
+        return (_pack16(al + bl, ah + bh),)
+    return (_u32(_term(a, neg[0]) + _term(b, neg[1])),)
+
+
+def viaddmnmx(a, b, c, choose_min, *, mods, neg):
+    """VIADDMNMX: min (predicate true) or max of a + b and c; signed unless .U32."""
+    total = _u32(_term(a, neg[0]) + _term(b, neg[1]))
+    return imnmx(total, _negated32(c, neg[2]), choose_min, mods=mods, neg=(False, False))
+
+
 def imnmx(a, b, choose_min, *, mods, neg):
     """IMNMX/VIMNMX: the minimum when the predicate holds (PT), else the maximum; .U32 unsigned."""
+    take_min = True if choose_min is None else np.asarray(choose_min, dtype=bool)
+    if "U16x2" in mods or "S16x2" in mods:
+        signed = "S16x2" in mods
+        (al, ah), (bl, bh) = _halves16(a, signed), _halves16(b, signed)
+        low, high = np.where(take_min, np.minimum(al, bl), np.maximum(al, bl)), \
+            np.where(take_min, np.minimum(ah, bh), np.maximum(ah, bh))
+        if "RELU" in mods:
+            low, high = np.maximum(low, 0), np.maximum(high, 0)
+        return (_pack16(low, high),)
     if "U32" in mods:
-        x, y = _u64(a), _u64(b)
+        x, y = _u64(a).astype(np.int64), _u64(b).astype(np.int64)
     else:
         x, y = _signed_wide(a).view(np.int64), _signed_wide(b).view(np.int64)
-    take_min = True if choose_min is None else np.asarray(choose_min, dtype=bool)
-    return (_u32(np.where(take_min, np.minimum(x, y), np.maximum(x, y)).astype(np.int64).view(U64)),)
+    result = np.where(take_min, np.minimum(x, y), np.maximum(x, y))
+    if "RELU" in mods:
+        result = np.maximum(result, 0)
+    return (_u32(result.astype(np.int64).view(U64)),)
 
 
 def vabsdiff(a, b, c, *, mods, neg):
@@ -254,10 +287,14 @@ def vabsdiff(a, b, c, *, mods, neg):
 # ---- bit operations ---------------------------------------------------------------------------------
 
 def lop3(a, b, c, lut, carry, *, mods, neg):
-    """LOP3.LUT: the truth table `lut` of a, b, c; the optional predicate says the result is non-zero."""
+    """LOP3.LUT[.PAND|.PXOR]: the truth table `lut` of a, b, c; the optional predicate says the result is
+    non-zero, combined (or, and, xor) with the predicate source."""
     table = int(np.asarray(lut).reshape(-1)[0]) & 0xFF
     result = intops.lop3(_u32(a), _u32(b), _u32(c), lut=table)
-    return result != 0 if carry is None else (result != 0) | np.asarray(carry, dtype=bool), result
+    if carry is None:
+        return result != 0, result
+    combine = np.logical_and if "PAND" in mods else np.logical_xor if "PXOR" in mods else np.logical_or
+    return combine(result != 0, np.asarray(carry, dtype=bool)), result
 
 
 _LOP_TABLES = {"AND": 0xC0, "OR": 0xFC, "XOR": 0x3C, "PASS_B": 0xCC}
@@ -381,7 +418,18 @@ def fsetp(a, b, other, *, mods, neg):
 
 
 def dsetp(a, b, other, *, mods, neg):
-    t = fp.fcompare(_f64(a), _f64(b), ty="f64", cmp=_float_cmp(mods), ftz=False)
+    """DSETP.cmp; DSETP.MIN/.MAX: the first predicate picks a over b for fmin/fmax (numbers over NaNs,
+    -0 below +0), the second says both are NaN (the pick is then b, to be quieted)."""
+    x, y = _f64(a), _f64(b)
+    if "MIN" in mods or "MAX" in mods:
+        nan_x, nan_y = np.isnan(x), np.isnan(y)
+        with np.errstate(invalid="ignore"):
+            if "MIN" in mods:
+                better = (x < y) | ((x == y) & np.signbit(x))
+            else:
+                better = (x > y) | ((x == y) & ~np.signbit(x))
+        return ~nan_x & (nan_y | better), nan_x & nan_y
+    t = fp.fcompare(x, y, ty="f64", cmp=_float_cmp(mods), ftz=False)
     return _combine(np.asarray(t), other, mods)
 
 
@@ -405,9 +453,9 @@ def ffma(a, b, c, *, mods, neg):
 
 def fmnmx(a, b, choose_min, *, mods, neg):
     """FMNMX: fmin when the predicate holds, else fmax (NaN operands lose to numbers)."""
-    ftz = "FTZ" in mods
-    low = fp.fmin(_f32(a), _f32(b), ty="f32", ftz=ftz)
-    high = fp.fmax(_f32(a), _f32(b), ty="f32", ftz=ftz)
+    flags = dict(ftz="FTZ" in mods, nan="NAN" in mods, xorsign="XORSIGN" in mods, absolute="XORSIGN" in mods)
+    low = fp.fmin(_f32(a), _f32(b), ty="f32", **flags)
+    high = fp.fmax(_f32(a), _f32(b), ty="f32", **flags)
     return (_bits32(np.where(np.asarray(choose_min, dtype=bool), low, high)),)
 
 
@@ -435,15 +483,33 @@ _MUFU = {
     "SQRT": lambda x: fp.fsqrt(x, ty="f32", mode="approx", ftz=True),
     "EX2": lambda x: fp.fex2(x, ty="f32", ftz=True),
     "LG2": lambda x: fp.flg2(x, ty="f32", ftz=True),
-    "SIN": lambda x: fp.fsin(x, ty="f32", ftz=True),
-    "COS": lambda x: fp.fcos(x, ty="f32", ftz=True),
-    "TANH": lambda x: fp.ftanh(x, ty="f32", ftz=True),
+    "TANH": lambda x: fp.ftanh(x, ty="f32", ftz=False),
 }
+TURN_FRACTION_BITS = 25
+
+
+def _turns(x, cosine: bool):
+    """MUFU.SIN/COS of x whole turns (the compiler's FMUL.RZ by 1/2pi comes before): x as a fixed point
+    of 2**-25 turns, the exact function of the fractional turn, flushed to zero like the f32 pipeline
+    isa.fp models for sin/cos.approx."""
+    value = np.abs(x.astype(np.float64))
+    value = np.where(value < 2.0 ** -126, 0.0, value)
+    fixed = np.trunc(np.ldexp(value, TURN_FRACTION_BITS))
+    fraction = np.ldexp(np.fmod(fixed, 2.0 ** TURN_FRACTION_BITS), -TURN_FRACTION_BITS)
+    quarters = np.rint(4.0 * fraction)
+    angle = (4.0 * fraction - quarters) * (np.pi / 2.0)
+    quadrant = (quarters.astype(np.int64) + (1 if cosine else 0)) % 4
+    result = np.choose(quadrant, [np.sin(angle), np.cos(angle), -np.sin(angle), -np.cos(angle)])
+    if not cosine:
+        result = np.where(np.signbit(x), -result, result)
+    result = np.where(np.isfinite(x), result, np.nan).astype(np.float32)
+    return np.where(np.abs(result) < np.float32(2.0 ** -126), np.copysign(np.float32(0), result), result)
 
 
 def mufu(a, *, mods, neg):
-    """MUFU.{RCP,RSQ,SQRT,EX2,LG2,SIN,COS,TANH} (flush-to-zero approximations) and .RCP64H/.RSQ64H
-    (the high word of a double's approximate reciprocal / reciprocal square root)."""
+    """MUFU.{RCP,RSQ,SQRT,EX2,LG2,SIN,COS,TANH} (flush-to-zero approximations; SIN/COS of turns), .EX2/.TANH
+    on a half (.F16/.BF16), and .RCP64H/.RSQ64H (the high word of a double's approximate reciprocal /
+    reciprocal square root)."""
     if "RCP64H" in mods or "RSQ64H" in mods:
         double = (_u64(a) << U64(32)).view(np.float64)
         if "RCP64H" in mods:
@@ -451,6 +517,13 @@ def mufu(a, *, mods, neg):
         else:
             result = fp.frsqrt(double, ty="f64", ftz=True)
         return (_u32(_bits64(result) >> U64(32)),)
+    half = "bf16" if "BF16" in mods else "f16" if "F16" in mods else None
+    if half is not None:
+        function = fp.ftanh if "TANH" in mods else fp.fex2
+        codes = (_u32(a) & U32(0xFFFF)).astype(np.uint16)
+        return (np.asarray(function(codes, ty=half, ftz=half == "bf16" and function is fp.fex2)).astype(U32),)
+    if "SIN" in mods or "COS" in mods:
+        return (_bits32(_turns(np.asarray(_f32(a)), cosine="COS" in mods)),)
     function = next((_MUFU[name] for name in _MUFU if name in mods), None)
     if function is None:
         raise ValueError(f"unknown MUFU function {sorted(mods)}")
@@ -459,14 +532,15 @@ def mufu(a, *, mods, neg):
 
 def fchk(a, b, *, mods, neg):
     """FCHK: whether a / b must take the slow path. The fast path (reciprocal, two FMA refinements) is exact
-    only away from subnormal, huge and special operands; this stays on the safe side of the hardware's
-    test, since the slow path computes the same correctly rounded quotient."""
+    only away from zero, subnormal, huge and special operands (its FFMA with an RZ addend turns a -0
+    quotient into +0); this stays on the safe side of the hardware's test, since the slow path computes
+    the same correctly rounded quotient."""
     x, y = _f32(a).astype(np.float64), _f32(b).astype(np.float64)
     with np.errstate(all="ignore"):
         magnitude_x, magnitude_y = np.abs(x), np.abs(y)
         exponent_gap = np.frexp(x)[1] - np.frexp(y)[1]
         tame_y = np.isfinite(y) & (magnitude_y >= 2.0 ** -100) & (magnitude_y <= 2.0 ** 100)
-        tame_x = np.isfinite(x) & ((x == 0) | ((magnitude_x >= 2.0 ** -100) & (np.abs(exponent_gap) <= 100)))
+        tame_x = np.isfinite(x) & (magnitude_x >= 2.0 ** -100) & (np.abs(exponent_gap) <= 100)
         return (~(tame_x & tame_y),)
 
 
@@ -484,15 +558,57 @@ def f2fp(a, b, *, mods, neg):
     return (np.asarray(fp.cvt_pack(_f32(a), _f32(b), dst=dst, rnd=_rounding(mods), relu="RELU" in mods)).astype(U32),)
 
 
+def _half_type(mods) -> str:
+    return "bf16x2" if "BF16_V2" in mods else "f16x2"
+
+
 def _half_op(function):
+    """HADD2/HMUL2/HFMA2 on two packed halves (.BF16_V2: bfloat16; .F32: one f32 result from the low halves)."""
     def run(*sources, mods, neg):
         values = [np.asarray(x, dtype=U32) for x in sources if x is not None]
+        flags = _float_flags(mods)
         if "F32" in mods:
             floats = [fp.cvt((v & U32(0xFFFF)).astype(np.uint16), dst="f32", src="f16") for v in values]
-            return (_bits32(function(*floats, ty="f32", **_float_flags(mods))),)
-        return (np.asarray(function(*values, ty="f16x2", **_float_flags(mods))).astype(U32),)
+            return (_bits32(function(*floats, ty="f32", **flags)),)
+        if "RELU" in mods:
+            flags["relu"] = True
+        return (np.asarray(function(*values, ty=_half_type(mods), **flags)).astype(U32),)
     run.__name__ = function.__name__
     return run
+
+
+def hmnmx2(a, b, choose_min, *, mods, neg):
+    """HMNMX2[.FTZ][.NAN][.XORSIGN][.BF16_V2]: per half, the minimum (predicate true) or maximum."""
+    flags = dict(ftz="FTZ" in mods, nan="NAN" in mods, xorsign="XORSIGN" in mods, absolute="XORSIGN" in mods)
+    x, y = np.asarray(a, dtype=U32), np.asarray(b, dtype=U32)
+    low = np.asarray(fp.fmin(x, y, ty=_half_type(mods), **flags)).astype(U32)
+    high = np.asarray(fp.fmax(x, y, ty=_half_type(mods), **flags)).astype(U32)
+    return (np.where(np.asarray(choose_min, dtype=bool), low, high),)
+
+
+def hsetp2(a, b, other, *, mods, neg):
+    """HSETP2.cmp.bop Pd, Pe, a, b, Pc: the low halves decide Pd, the high halves Pe."""
+    ty = "bf16" if "BF16_V2" in mods else "f16"
+    x, y = np.asarray(a, dtype=U32), np.asarray(b, dtype=U32)
+    results = []
+    for shift in (U32(0), U32(16)):
+        halves = [((v >> shift) & U32(0xFFFF)).astype(np.uint16) for v in (x, y)]
+        results.append(np.asarray(fp.fcompare(*halves, ty=ty, cmp=_float_cmp(mods), ftz="FTZ" in mods)))
+    op = next((name for name in _BOOLEAN if name in mods), "AND")
+    other = True if other is None else np.asarray(other, dtype=bool)
+    return _BOOLEAN[op](results[0], other), _BOOLEAN[op](results[1], other)
+
+
+def idp(a, b, c, *, mods, neg):
+    """IDP.4A / IDP.2A.{LO,HI}: dot products of packed bytes (and halves) plus c; types name a then b."""
+    words = [m for m in mods if m in ("U8", "S8", "U16", "S16")]
+    atype = "s32" if words and words[0].startswith("S") else "u32"
+    btype = "s32" if len(words) > 1 and words[1].startswith("S") else "u32"
+    if "4A" in mods:
+        result = intops.dp4a(_u32(a), _u32(b), _u32(c), atype=atype, btype=btype)
+    else:
+        result = intops.dp2a(_u32(a), _u32(b), _u32(c), atype=atype, btype=btype, hi="HI" in mods)
+    return (np.asarray(result).astype(np.int64).astype(U64).astype(U32),)
 
 
 def sgxt(a, bits, *, mods, neg):
@@ -533,7 +649,8 @@ def r2p(a, mask, *predicates, mods, neg):
 
 _INT_NUMPY = {"u8": np.uint8, "s8": np.int8, "u16": np.uint16, "s16": np.int16, "u32": np.uint32,
               "s32": np.int32, "u64": np.uint64, "s64": np.int64}
-_BYTES = {"u8": 1, "s8": 1, "u16": 2, "s16": 2, "u32": 4, "s32": 4, "u64": 8, "s64": 8, "f16": 2, "f32": 4, "f64": 8}
+_BYTES = {"u8": 1, "s8": 1, "u16": 2, "s16": 2, "u32": 4, "s32": 4, "u64": 8, "s64": 8, "f16": 2, "bf16": 2,
+          "f32": 4, "f64": 8}
 _DEFAULT_TYPES = {"I2F": ("f32", "s32"), "I2FP": ("f32", "s32"), "F2I": ("s32", "f32"), "F2F": ("f32", "f32"),
                   "I2I": ("s32", "s32")}
 _INT_ROUNDING = {"TRUNC": "rzi", "FLOOR": "rmi", "CEIL": "rpi", "ROUND": "rni"}
@@ -561,7 +678,7 @@ def _as_type(bits, ty):
     if ty in _INT_NUMPY:
         unsigned = np.dtype(f"u{_BYTES[ty]}")
         return raw.astype(U64).astype(unsigned).view(_INT_NUMPY[ty])
-    if ty == "f16":
+    if ty in ("f16", "bf16"):
         return raw.astype(U32).astype(np.uint16)
     if ty == "f32":
         return raw.astype(U32).view(np.float32)
@@ -627,6 +744,7 @@ OPS: Dict[str, SassOp] = {op.mnemonic: op for op in (
     SassOp("VABSDIFF", "d s s s", vabsdiff),
     SassOp("IMNMX", "d s s p?", imnmx),
     SassOp("VIMNMX", "d s s p?", imnmx),
+    SassOp("VIADDMNMX", "d s s s p?", viaddmnmx),
     SassOp("LOP3", "q? d s s s s p?", lop3),
     SassOp("LOP", "q? d s s p?", lop),
     SassOp("LOP32I", "q? d s s p?", lop),
@@ -665,6 +783,9 @@ OPS: Dict[str, SassOp] = {op.mnemonic: op for op in (
     SassOp("HADD2", "d s:h s:h", _half_op(fp.fadd)),
     SassOp("HMUL2", "d s:h s:h", _half_op(fp.fmul)),
     SassOp("HFMA2", "d s:h s:h s:h", _half_op(fp.ffma)),
+    SassOp("HMNMX2", "d s:h s:h p", hmnmx2),
+    SassOp("HSETP2", "q q s:h s:h p", hsetp2),
+    SassOp("IDP", "d s s s", idp),
     SassOp("I2F", _conversion_shape("I2F"), _convert("I2F")),
     SassOp("I2FP", _conversion_shape("I2FP"), _convert("I2FP")),
     SassOp("F2I", _conversion_shape("F2I"), _convert("F2I")),
