@@ -359,7 +359,8 @@ MISC_LISTING = """
         /*0140*/                   ULEA UR6, UR6, UR7, 0x18 ;
         /*0150*/                   LDS R13, [UR6] ;
         /*0160*/                   FADD R14, R13, R4 ;
-        /*0170*/                   ATOMS.CAST.SPIN P2, [UR6], R13, R14 ;
+        /*0170*/                   ATOMS.CAST.SPIN R16, [UR6], R13, R14 ;
+        /*0178*/                   ISETP.EQ.U32.AND P2, PT, R16, 0x1, PT ;
         /*0180*/              @!P2 BRA 0x150 ;
         /*0190*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
         /*01a0*/                   LDS R15, [UR6] ;

@@ -386,12 +386,16 @@ def build_store(batch, instr, plan) -> Callable:
     return execute
 
 
-_ATOMIC_VIEWS = {"u32": U32, "s32": np.int32, "f32": np.float32, "u64": U64, "s64": np.int64, "f64": np.float64}
+_ATOMIC_VIEWS = {"u32": U32, "s32": np.int32, "f32": np.float32, "u64": U64, "s64": np.int64, "f64": np.float64,
+                 "f16x2": U32, "bf16x2": U32}
 
 
 def build_atomic(batch, instr, plan) -> Callable:
+    """ATOM/ATOMG/ATOMS/RED/REDG: the memory core applies the lanes in order; CAS.SPIN (.CAST.SPIN) writes
+    1 to its register when the swap happened, 0 when it did not, where CAS writes the old value."""
     where = address_reader(batch, plan.sources[0], plan.space)
     readers = [value_reader(batch, ref) for ref in plan.sources[1:]]
+    spin = "CAST" in plan.mods
     write = value_writer(batch, plan.dests[0], plan.width * 8) if plan.dests else None
     write_success = value_writer(batch, plan.dests[1], 1) if len(plan.dests) > 1 else None
     op, ty = plan.atomic
@@ -415,7 +419,7 @@ def build_atomic(batch, instr, plan) -> Callable:
         except DeviceFault as fault:
             raise _fault(batch, instr, fault, sel) from None
         if write is not None:
-            write(sel, np.asarray(old).view(bits))
+            write(sel, (np.asarray(old).view(bits) == a.view(bits)).astype(bits) if spin else np.asarray(old).view(bits))
         if write_success is not None:
             write_success(sel, np.asarray(old) == a if op == "cas" else np.ones(n, dtype=bool))
     return execute

@@ -691,7 +691,9 @@ class _Lowering:
         if op is None:
             raise self.error(sass, f"'{sass.opcode}': unknown atomic operation")
         signed = "S32" in mods or "S64" in mods
-        if "F32" in mods:
+        if "F16x2" in mods or "BF16x2" in mods:
+            ty = "bf16x2" if "BF16x2" in mods else "f16x2"
+        elif "F32" in mods:
             ty = "f32"
         elif "F64" in mods:
             ty = "f64"
