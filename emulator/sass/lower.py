@@ -886,7 +886,8 @@ class _Lowering:
         return params, buffer_offset, bank_params
 
     def _inferred_param_types(self):
-        """Parameters of an unmangled kernel: the constant-bank words past the parameter offset it reads."""
+        """Parameters of an unmangled kernel: the constant-bank words past the parameter offset it reads, and
+        the gaps between them (8-byte aligned gaps as pointers); unread trailing parameters stay unknown."""
         seen = {}
         for offset, size in self.const_reads:
             if offset >= self.arch.param_offset:
@@ -896,6 +897,10 @@ class _Lowering:
         for offset in sorted(seen):
             if offset < end:
                 continue
+            while end < offset:
+                gap = 8 if offset - end >= 8 and end % 8 == 0 else 4
+                types.append(("ptr", 0) if gap == 8 else ("u32", 4))
+                end += gap
             size = seen[offset]
             types.append(("ptr", 0) if size == 8 else ("u32", 4))
             end = offset + size
