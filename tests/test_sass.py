@@ -1,4 +1,4 @@
-"""SASS listings: the seed's Fermi LDSLK/STSUL listing, cuobjdump sm_90/sm_75 dumps of the examples, and the SASS ALU table."""
+"""SASS listings: the seed's Fermi LDSLK/STSUL listing, cuobjdump sm_90/sm_75 dumps, the SASS ALU table."""
 import collections
 import subprocess
 import sys

@@ -419,7 +419,8 @@ def build_atomic(batch, instr, plan) -> Callable:
         except DeviceFault as fault:
             raise _fault(batch, instr, fault, sel) from None
         if write is not None:
-            write(sel, (np.asarray(old).view(bits) == a.view(bits)).astype(bits) if spin else np.asarray(old).view(bits))
+            previous = np.asarray(old).view(bits)
+            write(sel, (previous == a.view(bits)).astype(bits) if spin else previous)
         if write_success is not None:
             write_success(sel, np.asarray(old) == a if op == "cas" else np.ones(n, dtype=bool))
     return execute

@@ -1,4 +1,4 @@
-"""Kernel parameter types from an Itanium-mangled name (`_Z6vecaddPKfS0_Pfi` → const float*, const float*, float*, int)."""
+"""Kernel parameter types from Itanium-mangled names (`_Z6vecaddPKfS0_Pfi`: three pointers and an int)."""
 from __future__ import annotations
 
 from typing import List, Optional, Tuple

@@ -10,8 +10,7 @@ import numpy as np
 from ..errors import UsageError
 from ..launch import (DEFAULT_BATCH_BYTES, DEFAULT_MAX_STEPS, SHARED_DEFAULT_LIMIT, Device, Kernel, Launch,
                       LaunchStats, Module, dim3)
-from . import executors  # registers the 'sass' op class with the machine's executors
-from .executors import BANK_BYTES
+from .executors import BANK_BYTES  # importing executors registers the 'sass' op class with the machine
 from .lower import SassProgram, lower_function
 from .parse import parse_listing
 

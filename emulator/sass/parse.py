@@ -1,4 +1,4 @@
-"""SASS listing text (cuobjdump -sass, nvdisasm, hand-copied listings) → emulator.sass.syntax, with file:line:col errors."""
+"""SASS listing text (cuobjdump -sass, nvdisasm, hand-copied) → emulator.sass.syntax; file:line:col errors."""
 from __future__ import annotations
 
 import re

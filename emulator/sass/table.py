@@ -237,7 +237,8 @@ def _halves16(x, signed):
 
 
 def _pack16(low, high):
-    return ((np.asarray(high).astype(np.int64) & 0xFFFF) << 16 | (np.asarray(low).astype(np.int64) & 0xFFFF)).astype(U32)
+    high, low = np.asarray(high).astype(np.int64) & 0xFFFF, np.asarray(low).astype(np.int64) & 0xFFFF
+    return (high << 16 | low).astype(U32)
 
 
 def viadd(a, b, *, mods, neg):
