@@ -28,7 +28,7 @@ DTYPES = {
 PTX_TYPE_SIZES = {"b8": 1, "s8": 1, "u8": 1, "b16": 2, "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
                   "b32": 4, "s32": 4, "u32": 4, "f32": 4, "b64": 8, "s64": 8, "u64": 8, "f64": 8}
 ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$%][\w$%]*)\s*(?:\(([^)]*)\))?")
-PARAM_RE = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+[\w$%]+\s*(?:\[(\d+)\])?")
+PARAM_RE = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.\w+\s+)?(?:\.align\s+\d+\s+)?)?[\w$%]+\s*(?:\[(\d+)\])?")
 CONST_RE = re.compile(r"^\s*(?:\.(?:visible|extern|weak)\s+)?\.const\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+([\w$%]+)\s*(?:\[(\d*)\])?",
                       re.M)
 RUNTIME_TO_DRIVER = {"LaunchFailure": "LAUNCH_FAILED", "AssertTriggered": "ASSERT",
