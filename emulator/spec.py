@@ -100,6 +100,7 @@ class LaunchSpec:
     stdout: bool = False
     tolerance: Optional[dict] = None
     expect_error: Optional[str] = None
+    sanitizer_error: Optional[str] = None
 
     @property
     def expected_dir(self) -> Path:
@@ -123,7 +124,7 @@ def read_launches(path: Path) -> List[LaunchSpec]:
             kernel=entry["kernel"], grid=tuple(entry["grid"]), block=tuple(entry["block"]),
             shared=int(entry.get("shared", 0)), args=list(entry["args"]), const=dict(entry.get("const", {})),
             stdout=bool(entry.get("stdout", False)), tolerance=entry.get("tolerance"),
-            expect_error=entry.get("expect_error")))
+            expect_error=entry.get("expect_error"), sanitizer_error=entry.get("sanitizer_error")))
     return specs
 
 
