@@ -217,6 +217,16 @@ def build_alu(batch, instr: ir.Instr) -> Callable:
     if len(readers) == 1:
         (r0,) = readers
         return lambda sel: write(sel, fn(r0(sel)))
+    target = _in_place_target(batch, fn, dest, signature)
+    if len(readers) == 2 and target is not None:
+        r0, r1 = readers
+
+        def execute_in_place(sel):
+            if sel is ALL:
+                fn(r0(sel), r1(sel), out=target)
+            else:
+                write(sel, fn(r0(sel), r1(sel)))
+        return execute_in_place
     if len(readers) == 2:
         r0, r1 = readers
         return lambda sel: write(sel, fn(r0(sel), r1(sel)))
@@ -224,6 +234,20 @@ def build_alu(batch, instr: ir.Instr) -> Callable:
         r0, r1, r2 = readers
         return lambda sel: write(sel, fn(r0(sel), r1(sel), r2(sel)))
     return lambda sel: write(sel, fn(*[r(sel) for r in readers]))
+
+
+def _in_place_target(batch, fn, dest, signature):
+    """The destination register viewed as the result type, when a numpy ufunc can write its whole batch directly
+    (no temporary, no copy): same-typed integer operands and a destination register of that width."""
+    if not isinstance(fn, np.ufunc) or not isinstance(dest, ir.RegRef):
+        return None
+    t = TYPES[signature.dest]
+    if not t.is_int or any(source != signature.dest for source in signature.sources):
+        return None
+    storage = batch.regs[dest.reg.index]
+    if storage.dtype.itemsize != t.dtype.itemsize:
+        return None
+    return storage if storage.dtype == t.dtype else storage.view(t.dtype)
 
 
 _HALF_OF_PAIR = {"f16x2": "f16", "bf16x2": "bf16"}
@@ -311,11 +335,13 @@ def build_cvta(batch, instr: ir.Instr) -> Callable:
     write = writer(batch, dest, type_name)
     base = np.uint64(batch.space_base(space))
     out_dtype = TYPES[type_name].dtype
+    if int(base) == 0:
+        return lambda sel: write(sel, read(sel))
 
     def execute(sel):
-        value = np.asarray(read(sel)).astype(np.uint64)
+        value = np.asarray(read(sel)).astype(np.uint64, copy=False)
         value = value - base if to_space else value + base
-        write(sel, value.astype(out_dtype))
+        write(sel, value.astype(out_dtype, copy=False))
     return execute
 
 

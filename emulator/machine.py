@@ -83,6 +83,7 @@ class Batch:
         self.policy = launch.policy
         self.turn_limit = getattr(self.policy, "turn_limit", None)
         self.executors = [self._bind(instr) for instr in program.instrs]
+        self.straight_run = self._straight_runs(program.instrs)
 
     # ---- services the executors use ----
     def lowering_error(self, instr: ir.Instr, message: str) -> PTXSemanticError:
@@ -209,6 +210,16 @@ class Batch:
     def fault_error(self, instr: ir.Instr, fault: DeviceFault, thread: Optional[int]) -> DeviceError:
         return self.launch.fault_error(self, instr, fault, thread)
 
+    @staticmethod
+    def _straight_runs(instrs) -> List[int]:
+        """For each pc, how many straight-line instructions of the same function start there."""
+        runs = [0] * (len(instrs) + 1)
+        for pc in range(len(instrs) - 1, -1, -1):
+            if instrs[pc].control == ir.STRAIGHT:
+                same = pc + 1 < len(instrs) and instrs[pc + 1].function == instrs[pc].function
+                runs[pc] = 1 + (runs[pc + 1] if same else 0)
+        return runs
+
     # ---- binding ----
     def _bind(self, instr: ir.Instr):
         try:
@@ -302,7 +313,22 @@ class Batch:
         turn = 0
         turn_limit = self.turn_limit
         spin_limit = self.spin_limit
+        fast = observer is None and turn_limit is None
+        straight_run = self.straight_run
         while True:
+            if fast and straight_run[pc] > 1:
+                end = min(pc + straight_run[pc], others)
+                if self.steps + (end - pc) <= max_steps:
+                    for index in range(pc, end):
+                        self.steps += 1
+                        execs[index](sel)
+                    count = end - pc
+                    self.warp_instructions += warps * count
+                    self.thread_instructions += lanes * count
+                    pc = end
+                    if pc >= others:
+                        self.rpc[sel] = pc
+                        return
             instr = instrs[pc]
             control = instr.control
             self.steps += 1
