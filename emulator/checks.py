@@ -73,17 +73,28 @@ def who(batch, thread: int) -> Tuple[str, str]:
 
 @dataclass
 class Finding:
-    """One kind of error at one place, with how often it happened and one example."""
+    """One kind of error at one place, with how often it happened and one example.
+
+    compute-sanitizer prints one record per thread for synccheck, initcheck and memcheck and counts
+    each in its ERROR SUMMARY; gpuemu prints one record with the count, and `per_thread` findings
+    count that many errors, so both summaries give the same number."""
     severity: str
     lines: List[str]
     count: int = 1
     unit: str = "times"
+    per_thread: bool = False
 
     def render(self) -> List[str]:
         lines = list(self.lines)
         if self.count > 1:
             lines[-1] += f" [{self.count:,} {self.unit}]"
-        return [PREFIX + lines[0]] + [PREFIX + "    " + line for line in lines[1:]]
+        return [PREFIX + lines[0]] + [PREFIX + "    " + line for line in lines[1:]] + [PREFIX]
+
+    def errors(self) -> int:
+        return self.count if self.per_thread else 1
+
+
+SEVERITY_RANK = {"warning": 0, "error": 1}
 
 
 class Findings:
@@ -92,21 +103,24 @@ class Findings:
     def __init__(self):
         self.items: Dict[tuple, Finding] = {}
 
-    def add(self, key: tuple, severity: str, make_lines, count: int = 1, unit: str = "times") -> None:
+    def add(self, key: tuple, severity: str, make_lines, count: int = 1, unit: str = "times",
+            per_thread: bool = False) -> None:
         finding = self.items.get(key)
         if finding is None:
-            self.items[key] = Finding(severity, make_lines(), count, unit)
+            self.items[key] = Finding(severity, make_lines(), count, unit, per_thread)
         else:
             finding.count += count
+            if SEVERITY_RANK[severity] > SEVERITY_RANK[finding.severity]:
+                finding.severity = severity
 
     def __len__(self) -> int:
         return len(self.items)
 
     def errors(self) -> int:
-        return sum(1 for f in self.items.values() if f.severity == "error")
+        return sum(f.errors() for f in self.items.values() if f.severity == "error")
 
     def warnings(self) -> int:
-        return sum(1 for f in self.items.values() if f.severity == "warning")
+        return sum(f.errors() for f in self.items.values() if f.severity == "warning")
 
 
 # ---- resolving the lanes of an access ---------------------------------------------------------------
@@ -391,47 +405,61 @@ class RaceChecker(Observer):
 
     def _report(self, batch, instr, op, space, hits, other_threads, other_pcs, other_kinds, thread, byte0,
                 overlap, origin):
+        """Hazards of this access (entries `hits`) against earlier accesses, one finding per pair of
+        instructions. As racecheck counts them, a hazard is one byte of one warp-level access (lanes of
+        a warp on the same byte count once); a pair is an error when any hazard is between warps and a
+        warning when all are between lanes of one warp (racecheck: warp-synchronous programming)."""
         launch = self.launch
         second_kind = ACCESS_WORDS[op]
-        self.hazards += len(hits)
+        granule_address = np.broadcast_to(origin, thread.shape).astype(np.int64) + byte0.astype(np.int64)
         for kind in np.unique(other_kinds):
             of_kind = hits[other_kinds == kind]
             kind_threads = other_threads[other_kinds == kind]
             kind_pcs = other_pcs[other_kinds == kind]
             for pc in np.unique(kind_pcs):
                 chosen = kind_pcs == pc
-                example = int(of_kind[chosen][0])
-                first_thread = int(kind_threads[chosen][0])
+                entries = of_kind[chosen]
+                partners = kind_threads[chosen]
+                example = int(entries[0])
+                first_thread = int(partners[0])
                 low_byte = int(np.flatnonzero(np.unpackbits(np.array([overlap[example]], np.uint8),
                                                             bitorder="little"))[0])
-                address = int(origin[example]) + int(byte0[example]) + low_byte
+                address = int(granule_address[example]) + low_byte
+                hazards = _hazard_bytes(thread[entries] >> 5, granule_address[entries], overlap[entries])
+                self.hazards += hazards
+                between_warps = bool(np.any((partners >> 5) != (thread[entries] >> 5)))
 
                 def lines(pc=int(pc), kind=str(kind), first_thread=first_thread, example=example, address=address):
                     first_instr = launch.program.instrs[pc]
                     t1, block = who(batch, first_thread)
                     t2, _ = who(batch, int(thread[example]))
-                    where = f"__{space}__ address 0x{address:x}"
-                    return [f"Error: Race reported between {kind} access at {location(launch, first_instr)}",
+                    return [f"Race reported between {kind} access at {location(launch, first_instr)}",
                             f"and {second_kind} access at {location(launch, instr)}",
                             f"for example {t1} ({kind.lower()}) and {t2} ({second_kind.lower()}) of {block} "
-                            f"on {where}"]
-                self.findings.add(("race", str(kind), int(pc), second_kind, instr.pc, space), "error", lines,
-                                  int(chosen.sum()), "hazards")
+                            f"on __{space}__ address 0x{address:x}"]
+                self.findings.add(("race", str(kind), int(pc), second_kind, instr.pc, space),
+                                  "error" if between_warps else "warning", lines, hazards, "hazards")
 
     def report_lines(self) -> List[str]:
         out = []
         for finding in self.findings.items.values():
-            lines = finding.render()
-            head, rest = lines[:2], lines[2:]
-            if finding.count > 1:
-                head[1] += f" [{finding.count:,} hazards]"
-                rest[-1] = rest[-1].rsplit(" [", 1)[0]
-            out += head + rest
+            head = f"{finding.severity.capitalize()}: {finding.lines[0]}"
+            second = finding.lines[1] + (f" [{finding.count} hazards]" if finding.count > 1 else "")
+            out += Finding(finding.severity, [head, second] + finding.lines[2:]).render()
         errors, warnings = self.findings.errors(), self.findings.warnings()
         shown = len(self.findings)
         out.append(f"{PREFIX}RACECHECK SUMMARY: {shown} hazard{'s' if shown != 1 else ''} displayed "
                    f"({errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''})")
         return out
+
+
+def _hazard_bytes(warps: np.ndarray, granule_addresses: np.ndarray, overlap: np.ndarray) -> int:
+    """Bytes in the overlap masks, each byte of a granule counted once per warp."""
+    keys = np.stack([warps.astype(np.int64), granule_addresses.astype(np.int64)], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    merged = np.zeros(len(unique), dtype=np.uint8)
+    np.bitwise_or.at(merged, inverse.reshape(-1), overlap.astype(np.uint8))
+    return int(np.unpackbits(merged).sum())
 
 
 # ---- init -------------------------------------------------------------------------------------------
@@ -534,7 +562,7 @@ class InitChecker(Observer):
                             f"at {location(self.launch, instr)}",
                             f"by {thread} in {block}",
                             f"Address {where}"]
-                self.findings.add(("init", instr.pc, space), "error", lines, len(bad), "accesses")
+                self.findings.add(("init", instr.pc, space), "error", lines, len(bad), "accesses", per_thread=True)
         if op != "load":
             marks[positions] = True
 
@@ -546,9 +574,10 @@ class InitChecker(Observer):
 
 class SyncChecker(Observer):
     """synccheck: aligned barriers (bar.sync, __syncthreads) that only part of a warp or CTA reaches,
-    barrier thread counts that are not a multiple of 32 or are never reached, and member masks of
-    warp-synchronous instructions (shfl/vote/match/redux/elect .sync, bar.warp.sync) that leave out
-    the calling lane, name exited lanes, or name lanes that are not there with it."""
+    barrier thread counts that are not a multiple of 32 (the GPU stops the launch with an illegal
+    instruction) or are never reached, and member masks of warp-synchronous instructions
+    (shfl/vote/match/redux/elect .sync, bar.warp.sync) that leave out the calling lane (or name a lane
+    that does), name lanes that are not there with it, or (before sm_70) name exited lanes."""
 
     def __init__(self):
         self.findings = Findings()
@@ -602,18 +631,30 @@ class SyncChecker(Observer):
         gone = (batch.status == EXITED) | ((batch.rpc != INF) & self.about_to_exit[rpc] & ~present)
         gone_bits = _warp_bits(gone)
         own = np.uint32(1) << lane
-        self._mask_finding(batch, instr, threads, masks, (masks & own) == 0, "leaves out the calling lane",
-                           lambda m, t: f"membermask 0x{m:08x} does not include lane {t & 31}")
-        self._mask_finding(batch, instr, threads, masks, (masks & gone_bits[warp]) != 0, "names exited lanes",
-                           lambda m, t: f"membermask 0x{m:08x} names lanes {_lane_list(int(gone_bits[t >> 5]) & m)}, "
-                                        f"which have exited (their values are undefined)")
+        leaves_out = (masks & own) == 0
+        without_caller = np.zeros(batch.n, dtype=bool)
+        without_caller[threads[leaves_out]] = True
+        without_caller_bits = _warp_bits(without_caller)
+
+        def invalid_arguments(m, t):
+            if not m >> (t & 31) & 1:
+                return f"membermask 0x{m:08x} does not include lane {t & 31}"
+            return (f"lanes {_lane_list(int(without_caller_bits[t >> 5]))} execute it with lane {t & 31} but leave "
+                    f"themselves out of their membermask")
+        self._mask_finding(batch, instr, threads, masks, without_caller_bits[warp] != 0, "Invalid arguments",
+                           invalid_arguments)
+        if self.launch.arch < 70:
+            self._mask_finding(batch, instr, threads, masks, (masks & gone_bits[warp]) != 0, "Invalid arguments",
+                               lambda m, t: f"membermask 0x{m:08x} names lanes "
+                                            f"{_lane_list(int(gone_bits[t >> 5]) & m)}, which have exited (before "
+                                            f"sm_70 every lane of the mask must execute it)", "exited")
         absent = masks & ~present_bits[warp] & ~gone_bits[warp]
-        self._mask_finding(batch, instr, threads, masks, absent != 0, "names lanes that are elsewhere",
+        self._mask_finding(batch, instr, threads, masks, absent != 0, "Divergent thread(s) in warp",
                            lambda m, t: f"membermask 0x{m:08x} names lanes "
                                         f"{_lane_list(m & ~int(present_bits[t >> 5]) & ~int(gone_bits[t >> 5]))} "
                                         f"that do not execute this instruction with lane {t & 31}")
 
-    def _mask_finding(self, batch, instr, threads, masks, bad, what, describe):
+    def _mask_finding(self, batch, instr, threads, masks, bad, what, describe, variant=""):
         if not bad.any():
             return
         example = int(np.flatnonzero(bad)[0])
@@ -621,12 +662,12 @@ class SyncChecker(Observer):
 
         def lines():
             thread, block = who(batch, thread_index)
-            return ["Barrier error detected. Invalid arguments" if "leaves out" in what or "exited" in what
-                    else "Barrier error detected. Divergent thread(s) in warp",
+            return [f"Barrier error detected. {what}.",
                     f"at {location(self.launch, instr)}",
                     f"by {thread} in {block}",
                     describe(mask, thread_index)]
-        self.findings.add(("mask", instr.pc, what), "error", lines, int(bad.sum()), "lanes")
+        self.findings.add(("mask", instr.pc, what, variant), "error", lines, int(bad.sum()), "threads",
+                          per_thread=True)
 
     # barriers
     @staticmethod
@@ -649,7 +690,7 @@ class SyncChecker(Observer):
         elif len(arriving) and whole_cta:
             self._open_phases(batch, instr, barrier_id, arriving)
         if released is not None and len(released):
-            self._close_phases(batch, barrier_id, np.unique(batch.cta_of[released]))
+            self._close_phases(batch, barrier_id, released)
             self._check_same_instruction(batch, released)
 
     def _check_same_instruction(self, batch, released):
@@ -664,19 +705,21 @@ class SyncChecker(Observer):
             if len(where) < 2 or not all(self._barrier_operands(instrs[pc])[1] for pc in where):
                 continue
             first = int(mine[0])
-            other = int(mine[batch.resume_pc[mine] - 1 != where[0]][0])
+            at_first = batch.resume_pc[mine] - 1 == where[0]
+            other = int(mine[~at_first][0])
 
             def lines(first=first, other=other, where=where):
                 thread, block = who(batch, first)
                 second, _ = who(batch, other)
                 places = "; ".join(f"pc {pc} {self.launch.where(instrs[pc])} `{' '.join(instrs[pc].text.split())}`"
                                    for pc in where)
-                return ["Barrier error detected. Divergent thread(s) in block",
+                return ["Barrier error detected. Divergent thread(s) in block.",
                         f"at {location(self.launch, instrs[where[0]])}",
                         f"by {thread} in {block}",
                         f"one barrier released threads waiting at different instructions, e.g. {thread} and "
                         f"{second}: {places}"]
-            self.findings.add(("different barriers", tuple(int(pc) for pc in where)), "error", lines)
+            self.findings.add(("different barriers", tuple(int(pc) for pc in where)), "error", lines,
+                              int(at_first.sum()), "threads", per_thread=True)
 
     def _check_count(self, batch, instr, arriving, count):
         if count % 32 == 0 and 0 < count <= batch.tpc_pad:
@@ -684,12 +727,16 @@ class SyncChecker(Observer):
         thread_index = int(arriving[0])
         problem = (f"thread count {count} is not a multiple of the warp size (32)" if count % 32 else
                    f"thread count {count} is more than the {batch.tpc} threads of the block: it can never be reached")
-
-        def lines():
-            thread, block = who(batch, thread_index)
-            return ["Barrier error detected. Invalid arguments", f"at {location(self.launch, instr)}",
-                    f"by {thread} in {block}", f"`{' '.join(instr.text.split())}`: {problem}"]
-        self.findings.add(("count", instr.pc, count), "error", lines)
+        thread, block = who(batch, thread_index)
+        text = " ".join(instr.text.split())
+        self.findings.add(("count", instr.pc, count), "error",
+                          lambda: ["Barrier error detected. Invalid arguments.", f"at {location(self.launch, instr)}",
+                                   f"by {thread} in {block}", f"`{text}`: {problem}"])
+        if count % 32:
+            raise DeviceError("CUDA_ERROR_ILLEGAL_INSTRUCTION", "\n".join(self.report_lines()),
+                              f"CUDA_ERROR_ILLEGAL_INSTRUCTION: `{text}` with {problem} in kernel "
+                              f"{plain_name(self.launch.program.name)}, pc {instr.pc}, {self.launch.where(instr)}, "
+                              f"{block}, {thread} (a GPU stops the launch here)")
 
     def _open_phases(self, batch, instr, bar, arriving):
         """At the first arrival of a barrier phase in a CTA, note the threads that are neither here,
@@ -709,16 +756,19 @@ class SyncChecker(Observer):
         for cta in new:
             opened[cta] = (instr, int(arriving[0]))
 
-    def _close_phases(self, batch, bar, ctas):
+    def _close_phases(self, batch, bar, released):
         opened = self.open_phase.get(bar, {})
         suspects = self.suspects.get(bar)
-        for cta in ctas:
+        released_ctas = batch.cta_of[released]
+        for cta in np.unique(released_ctas):
             phase = opened.pop(int(cta), None)
             if phase is None or suspects is None:
                 continue
-            self._divergence(batch, bar, int(cta), phase, suspects)
+            self._divergence(batch, bar, int(cta), phase, suspects, int(np.count_nonzero(released_ctas == cta)))
 
-    def _divergence(self, batch, bar, cta, phase, suspects):
+    def _divergence(self, batch, bar, cta, phase, suspects, waited):
+        """The phase of barrier bar in cta is over (waited threads arrived): report the suspects that
+        exited instead of arriving, once per waiting thread as synccheck counts."""
         instr, first = phase
         start, stop = cta * batch.tpc_pad, (cta + 1) * batch.tpc_pad
         missing = np.flatnonzero(suspects[start:stop] & (batch.status[start:stop] == EXITED)) + start
@@ -734,14 +784,14 @@ class SyncChecker(Observer):
         def lines():
             thread, block = who(batch, first)
             absent, _ = who(batch, example)
-            return [f"Barrier error detected. Divergent thread(s) in {kind}",
+            return [f"Barrier error detected. Divergent thread(s) in {kind}.",
                     f"at {location(self.launch, instr)}",
                     f"by {thread} in {block}",
                     f"{len(missing)} thread(s) of the block exited without reaching `{' '.join(instr.text.split())}` "
                     f"while {thread} waited, e.g. {absent} (warp {example % batch.tpc_pad // 32}); "
                     f"sm_70+ lets the barrier complete because exited threads count as arrived, "
                     f"earlier GPUs hang here"]
-        self.findings.add(("divergent", instr.pc, kind), "error", lines)
+        self.findings.add(("divergent", instr.pc, kind), "error", lines, waited, "threads", per_thread=True)
 
     def launch_failed(self, launch, error) -> None:
         """A deadlock: explain the phases that can never complete."""
@@ -752,7 +802,8 @@ class SyncChecker(Observer):
             suspects = self.suspects.get(bar)
             for cta, phase in list(opened.items()):
                 if suspects is not None:
-                    self._divergence(batch, bar, cta, phase, suspects)
+                    waiting_here = (batch.status == AT_BARRIER) & (batch.bar_wait == bar) & (batch.cta_of == cta)
+                    self._divergence(batch, bar, cta, phase, suspects, int(np.count_nonzero(waiting_here)))
         waiting = np.flatnonzero(batch.status == AT_BARRIER)
         if error.cuda_error == "GPUEMU_DEADLOCK" and len(waiting):
             for bar in np.unique(batch.bar_wait[waiting]):
@@ -766,7 +817,7 @@ class SyncChecker(Observer):
                     thread, block = who(batch, example)
                     need = f"{expected} {'warps' if batch.per_warp_barriers else 'threads'}" if expected else \
                         ("every warp of the block" if batch.per_warp_barriers else "every thread of the block")
-                    return ["Barrier error detected. Barrier can never complete (deadlock)",
+                    return ["Barrier error detected. Barrier can never complete (deadlock).",
                             f"at {location(launch, instr)}",
                             f"by {thread} in {block}",
                             f"{count} thread(s) wait at `{' '.join(instr.text.split())}`, which needs {need}"]
@@ -893,10 +944,11 @@ class MemChecker(Observer):
             out += [f"{PREFIX}Invalid __{error.space}__ {access} of size {error.width} bytes",
                     f"{PREFIX}    at {location(self.launch, error.instr)}",
                     f"{PREFIX}    by {error.thread} in {error.block}"] + \
-                   [f"{PREFIX}    {line}" for line in error.detail]
-        if self.total > len(self.errors):
-            out.append(f"{PREFIX}... {self.total - len(self.errors):,} more invalid accesses not shown (--max-errors)")
+                   [f"{PREFIX}    {line}" for line in error.detail] + [PREFIX]
         return out
+
+    def not_printed(self) -> int:
+        return self.total - len(self.errors)
 
     def device_error(self) -> Optional[DeviceError]:
         if not self.errors:
@@ -981,6 +1033,10 @@ class CheckSession(Observer):
         errors = self.errors()
         lines.append(f"{PREFIX}ERROR SUMMARY: {errors} error{'s' if errors != 1 else ''}"
                      + (f", {self.warnings()} warning{'s' if self.warnings() != 1 else ''}" if self.warnings() else ""))
+        hidden = self.mem.not_printed() if self.mem is not None else 0
+        if hidden:
+            lines.append(f"{PREFIX}ERROR SUMMARY: {hidden} error{'s were' if hidden != 1 else ' was'} not printed. "
+                         f"Use --max-errors option to adjust the number of printed errors")
         return "\n".join(lines)
 
     def summary(self) -> Dict[str, object]:
