@@ -95,6 +95,11 @@ def convert(values, type_name: str):
 def reader(batch, ref, type_name: str) -> Callable:
     """A function sel → the operand's values as the instruction type's dtype (array or scalar)."""
     t = TYPES[type_name]
+    if isinstance(ref, ir.RegRef) and ref.reg.index in batch.uniform:
+        values, index = batch.uniform_values, ref.reg.index
+        if ref.reg.storage == t.dtype:
+            return lambda sel: values[index]
+        return lambda sel: convert(values[index], type_name)[()]
     if isinstance(ref, ir.RegRef):
         storage = batch.regs[ref.reg.index]
         if storage.dtype.itemsize == t.dtype.itemsize and (storage.dtype == t.dtype or t.kind != "pred"):
@@ -129,14 +134,23 @@ def reader(batch, ref, type_name: str) -> Callable:
     raise DeviceError("CUDA_ERROR_INVALID_PTX", "", f"operand {ref} cannot be read as .{type_name}")
 
 
-def writer(batch, ref, type_name: str) -> Callable:
-    """A function (sel, values) storing values of the instruction type into the operand."""
+def writer(batch, ref, type_name: str, track_uniform: bool = True) -> Callable:
+    """A function (sel, values) storing values of the instruction type into the operand (and, for a launch-uniform
+    register, remembering its value as a scalar for the readers)."""
     if ref is None or isinstance(ref, ir.SinkRef):
         return lambda sel, values: None
     if not isinstance(ref, ir.RegRef):
         raise DeviceError("CUDA_ERROR_INVALID_PTX", "", f"operand {ref} cannot be written")
     t = TYPES[type_name]
     storage = batch.regs[ref.reg.index]
+    if track_uniform and ref.reg.index in batch.uniform:
+        store_array = writer(batch, ir.RegRef(ref.reg), type_name, track_uniform=False)
+        uniform_values, index = batch.uniform_values, ref.reg.index
+
+        def store_uniform(sel, values):
+            store_array(sel, values)
+            uniform_values[index] = storage[lanes_of(sel, batch.n)[0]] if sel is not ALL else storage[0]
+        return store_uniform
     if storage.dtype == t.dtype:
         def store(sel, values):
             storage[sel] = values
@@ -239,7 +253,7 @@ def build_alu(batch, instr: ir.Instr) -> Callable:
 def _in_place_target(batch, fn, dest, signature):
     """The destination register viewed as the result type, when a numpy ufunc can write its whole batch directly
     (no temporary, no copy): same-typed integer operands and a destination register of that width."""
-    if not isinstance(fn, np.ufunc) or not isinstance(dest, ir.RegRef):
+    if not isinstance(fn, np.ufunc) or not isinstance(dest, ir.RegRef) or dest.reg.index in batch.uniform:
         return None
     t = TYPES[signature.dest]
     if not t.is_int or any(source != signature.dest for source in signature.sources):
@@ -380,6 +394,8 @@ class AddressPlan:
         self.space = space
         self.static: Optional[int] = None
         self.register = None
+        self.scalar = None
+        self.translate = None
         offset = np.uint64(ref.offset & 0xFFFFFFFFFFFFFFFF)
         if ref.symbol is not None:
             self.static, self.space = batch.symbol_access(ref.symbol, space, ref.offset)
@@ -387,13 +403,18 @@ class AddressPlan:
             self.static, self.space = batch.absolute_access(ref.offset, space)
         else:
             storage = batch.regs[ref.base.reg.index]
-            if storage.dtype == np.uint64:
+            self.space, self.translate = batch.register_access(space)
+            if ref.base.reg.index in batch.uniform:
+                values, index = batch.uniform_values, ref.base.reg.index
+                self.scalar = lambda: np.uint64(values[index]) + offset
+                self.register = lambda sel: np.full(count_of(sel, batch.n), self.scalar(), dtype=np.uint64)
+            elif storage.dtype == np.uint64:
                 self.register = lambda sel: storage[sel] + offset
             else:
                 self.register = lambda sel: storage[sel].astype(np.uint64) + offset
-            self.space, self.translate = batch.register_access(space)
         self.per_thread = self.space in ("shared", "local")
         self.uniform = self.static is not None and not self.per_thread
+        self.uniform_register = self.scalar is not None and self.space not in ("shared", "local", "generic", "param")
 
     def addresses(self, sel):
         """(space, uint64 addresses, threads) for the lanes of sel."""
@@ -435,11 +456,15 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
     uniform_address = np.array([plan.static or 0], dtype=np.uint64)
 
     def execute(sel):
-        if plan.uniform:
+        if plan.uniform or plan.uniform_register:
             if observe is not None:
                 observe.memory(batch, instr, "load", *plan.addresses(sel), width)
             try:
-                raw = memory.load(plan.space, uniform_address, None, width)
+                if plan.uniform_register:
+                    space, address, _ = plan.addresses(np.zeros(1, dtype=np.int64))
+                    raw = memory.load(space, address, None, width)
+                else:
+                    raw = memory.load(plan.space, uniform_address, None, width)
             except DeviceFault as fault:
                 raise _memory_fault(batch, instr, fault, sel) from None
             values = raw.view(t.dtype).reshape(1, count)
