@@ -306,3 +306,260 @@ def build_mma(batch, instr: ir.Instr):
 
 executors.BUILDERS.update({"cp_async": build_cp_async, "ldmatrix": build_ldmatrix, "stmatrix": build_stmatrix,
                            "mma": build_mma})
+
+
+# ---- wmma -------------------------------------------------------------------------------------------
+# PTX leaves wmma fragment layouts to the implementation; gpuemu's: lane l holds elements
+# l*per .. l*per+per-1 of the fragment's logical matrix in row-major order (per = elements / 32), and
+# fragments with more slots than that hold the same elements again, as the hardware replicates them.
+
+WMMA_SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16), "m16n16k8": (16, 16, 8)}
+
+
+def _wmma_dims(shape: str, role: str):
+    m, n, k = WMMA_SHAPES[shape]
+    return {"a": (m, k), "b": (k, n), "c": (m, n), "d": (m, n)}[role]
+
+
+def _element_bytes(kind: str) -> int:
+    return {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "f64": 8}[kind]
+
+
+def _wmma_slots(words: np.ndarray, kind: str) -> np.ndarray:
+    """Register words (threads, regs) → element values (threads, slots) in float64."""
+    return _element_values(words, kind).reshape(words.shape[0], -1)
+
+
+def _wmma_words(values: np.ndarray, kind: str, regs: int) -> np.ndarray:
+    """Element values (threads, slots) → register words (threads, regs)."""
+    if kind in ("f16", "bf16"):
+        if kind == "f16":
+            halves = values.astype(np.float16).view(np.uint16)
+        else:
+            halves = (values.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+        halves = halves.reshape(values.shape[0], regs, 2).astype(np.uint32)
+        return halves[:, :, 0] | (halves[:, :, 1] << np.uint32(16))
+    if kind == "f64":
+        return values.astype(np.float64).view(np.uint64)
+    return values.astype(np.float32).view(np.uint32)
+
+
+def _wmma_kind(decoded, role: str) -> str:
+    types = decoded.types
+    return types[-1] if role in ("a", "b", "c", "d") else types[0]
+
+
+def build_wmma(batch, instr: ir.Instr):
+    decoded = instr.decoded
+    op = decoded.get("wmmaop")
+    shape = decoded.get("wmmashape")
+    if shape not in WMMA_SHAPES:
+        raise batch.lowering_error(instr, f"wmma shape .{shape} is not supported")
+    if op == "mma":
+        return _build_wmma_mma(batch, instr, shape)
+    role = decoded.get("wmmarole")
+    kind = decoded.types[-1]
+    rows, cols = _wmma_dims(shape, role)
+    elements = rows * cols
+    per_lane = elements // 32
+    layout = decoded.get("mmalayout", "row")
+    size = _element_bytes(kind)
+    if op == "load":
+        dest, address_ref = instr.operands[0], instr.operands[1]
+        registers = dest.items if isinstance(dest, ir.VecRef) else (dest,)
+    else:
+        address_ref, source = instr.operands[0], instr.operands[1]
+        registers = source.items if isinstance(source, ir.VecRef) else (source,)
+    stride_ref = instr.operands[2] if len(instr.operands) > 2 else None
+    read_stride = reader(batch, stride_ref, "u32") if stride_ref is not None else (lambda sel: cols if layout == "row"
+                                                                                     else rows)
+    word = "b64" if kind == "f64" else "b32"
+    plan = AddressPlan(batch, instr, address_ref, decoded.get("space", "generic"))
+    element = np.arange(elements)
+    row_of, col_of = element // cols, element % cols
+    observe = batch.observer
+    if op == "load":
+        writes = [writer(batch, ref, word) for ref in registers]
+    else:
+        reads = [reader(batch, ref, word) for ref in registers]
+
+    def element_addresses(threads):
+        space, bases, _ = plan.addresses(threads)
+        stride = np.asarray(read_stride(threads)).astype(np.int64).reshape(-1)
+        leaders = bases.reshape(-1, 32)[:, 0]
+        stride = np.broadcast_to(stride, threads.shape).reshape(-1, 32)[:, 0]
+        offsets = (row_of[None, :] * stride[:, None] + col_of[None, :]) if layout == "row" else \
+            (col_of[None, :] * stride[:, None] + row_of[None, :])
+        return space, leaders[:, None] + (offsets * size).astype(np.uint64)
+
+    def execute(sel):
+        warps = _whole_warps(batch, sel, instr)
+        threads = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
+        space, addresses = element_addresses(threads)
+        owners = np.repeat(warps * 32, elements)
+        wanted = np.zeros(batch.n, dtype=bool)
+        wanted[lanes_of(sel, batch.n)] = True
+        take = wanted[threads]
+        if op == "load":
+            if observe is not None:
+                observe.memory(batch, instr, "load", space, addresses.reshape(-1), owners, size)
+            try:
+                raw = batch.memory.load(space, addresses.reshape(-1), owners, size)
+            except DeviceFault as fault:
+                raise batch.fault_error(instr, fault, int(owners[fault.lane])) from None
+            values = _element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
+                len(warps), elements), kind) if kind not in ("f16", "bf16") else None
+            if kind in ("f16", "bf16"):
+                bits = raw.view(np.uint16).reshape(len(warps), elements)
+                values = (bits.view(np.float16).astype(np.float64) if kind == "f16"
+                          else (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64))
+            per_thread = values.reshape(len(warps) * 32, per_lane)
+            slots = len(registers) * (2 if kind in ("f16", "bf16") else 1)
+            filled = np.tile(per_thread, (1, slots // per_lane))
+            words = _wmma_words(filled, kind, len(registers))
+            for index, write in enumerate(writes):
+                write(threads[take], words[take, index])
+        else:
+            words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in reads], axis=1)
+            values = _wmma_slots(words, kind)[:, :per_lane].reshape(len(warps), elements)
+            if kind in ("f16", "bf16"):
+                data = _wmma_words(values.reshape(-1, 2), kind, 1).astype(np.uint32)
+                raw = np.stack([data & np.uint32(0xFFFF), data >> np.uint32(16)], axis=1).astype(np.uint16)
+                raw = raw.reshape(-1)
+            elif kind == "f64":
+                raw = values.reshape(-1).astype(np.float64)
+            else:
+                raw = values.reshape(-1).astype(np.float32)
+            targets = addresses.reshape(-1)
+            if observe is not None:
+                observe.memory(batch, instr, "store", space, targets, owners, size)
+            try:
+                batch.memory.store(space, targets, owners, size, raw)
+            except DeviceFault as fault:
+                raise batch.fault_error(instr, fault, int(owners[fault.lane])) from None
+    return executors.guarded(batch, instr, execute)
+
+
+def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
+    decoded = instr.decoded
+    dtype, ctype = decoded.types[0], decoded.types[-1]
+    input_kind = {"m16n16k8": "tf32"}.get(shape, "f16")
+    if len(decoded.types) == 4:
+        input_kind = decoded.types[1]
+    m, n, k = WMMA_SHAPES[shape]
+    d_ref, a_ref, b_ref, c_ref = instr.operands
+    regs = lambda ref: ref.items if isinstance(ref, ir.VecRef) else (ref,)
+    word = lambda kind: "b64" if kind == "f64" else "b32"
+    a_read = [reader(batch, r, word(input_kind)) for r in regs(a_ref)]
+    b_read = [reader(batch, r, word(input_kind)) for r in regs(b_ref)]
+    c_read = [reader(batch, r, word(ctype)) for r in regs(c_ref)]
+    d_write = [writer(batch, r, word(dtype)) for r in regs(d_ref)]
+
+    def gather(readers, threads, kind, count):
+        words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in readers], axis=1)
+        return _wmma_slots(words, kind)[:, :count].reshape(-1, 32 * count)
+
+    def execute(sel):
+        warps = _whole_warps(batch, sel, instr)
+        threads = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
+        a = gather(a_read, threads, input_kind, m * k // 32).reshape(-1, m, k)
+        b = gather(b_read, threads, input_kind, k * n // 32).reshape(-1, k, n)
+        c = gather(c_read, threads, ctype, m * n // 32).reshape(-1, m, n)
+        d = (np.einsum("wmk,wkn->wmn", a, b) + c).reshape(len(warps) * 32, m * n // 32)
+        slots = len(d_write) * (2 if dtype in ("f16", "bf16") else 1)
+        words = _wmma_words(np.tile(d, (1, slots // d.shape[1])), dtype, len(d_write))
+        wanted = np.zeros(batch.n, dtype=bool)
+        wanted[lanes_of(sel, batch.n)] = True
+        take = wanted[threads]
+        for index, write in enumerate(d_write):
+            write(threads[take], words[take, index])
+    return executors.guarded(batch, instr, execute)
+
+
+# ---- mbarrier ---------------------------------------------------------------------------------------
+# The 64-bit object in shared memory: bits 0-20 the expected arrivals of a phase, 21-41 the arrivals
+# still pending, 42-62 the transaction bytes still expected, 63 the phase parity.
+
+_COUNT_MASK = (1 << 21) - 1
+
+
+def _unpack(word: int):
+    return word & _COUNT_MASK, (word >> 21) & _COUNT_MASK, (word >> 42) & _COUNT_MASK, word >> 63
+
+
+def _pack(expected: int, pending: int, transactions: int, phase: int) -> int:
+    return (expected & _COUNT_MASK) | ((pending & _COUNT_MASK) << 21) | ((transactions & _COUNT_MASK) << 42) | \
+        ((phase & 1) << 63)
+
+
+def _settle(expected, pending, transactions, phase):
+    if pending <= 0 and transactions <= 0:
+        return expected, expected, 0, phase ^ 1
+    return expected, pending, transactions, phase
+
+
+def build_mbarrier(batch, instr: ir.Instr):
+    decoded = instr.decoded
+    op = decoded.get("mbarop")
+    operands = instr.operands
+    dest = None
+    if op in ("arrive", "arrive_drop", "test_wait", "try_wait", "pending_count"):
+        dest, operands = operands[0], operands[1:]
+    plan = AddressPlan(batch, instr, operands[0], decoded.get("space", "shared"))
+    extra = [reader(batch, ref, "b64" if op in ("test_wait", "try_wait") and not decoded.has("parity") else "u32")
+             for ref in operands[1:]]
+    expect_tx = decoded.has("expect_tx") or op == "expect_tx"
+    write_dest = writer(batch, dest, "pred" if op in ("test_wait", "try_wait") else
+                        ("u32" if op == "pending_count" else "b64")) if dest is not None else None
+    memory = batch.memory
+
+    def execute(sel):
+        lanes = lanes_of(sel, batch.n)
+        space, addresses, threads = plan.addresses(sel)
+        owners = lanes if threads is None else threads
+        operand_values = [np.broadcast_to(np.asarray(r(sel)), lanes.shape) for r in extra]
+        results = np.zeros(len(lanes), dtype=np.uint64)
+        try:
+            for i in range(len(lanes)):
+                at = addresses[i:i + 1]
+                owner = owners[i:i + 1]
+                word = int(memory.load(space, at, owner, 8).view(np.uint64)[0, 0])
+                expected, pending, transactions, phase = _unpack(word)
+                if op == "init":
+                    new = _pack(int(operand_values[0][i]), int(operand_values[0][i]), 0, 0)
+                elif op in ("arrive", "arrive_drop", "expect_tx", "complete_tx"):
+                    results[i] = word
+                    amount = int(operand_values[0][i]) if operand_values and op in ("arrive", "arrive_drop") \
+                        and not expect_tx else 1
+                    if op == "arrive_drop":
+                        expected -= amount
+                    if expect_tx:
+                        transactions += int(operand_values[0][i])
+                    if op == "complete_tx":
+                        transactions -= int(operand_values[0][i])
+                    if op in ("arrive", "arrive_drop") and not decoded.has("nocomplete"):
+                        pending -= amount
+                    elif op in ("arrive", "arrive_drop"):
+                        pending -= amount
+                    new = _pack(*_settle(expected, pending, transactions, phase))
+                elif op in ("test_wait", "try_wait"):
+                    waited = int(operand_values[0][i])
+                    waited_phase = waited & 1 if decoded.has("parity") else waited >> 63
+                    results[i] = 1 if phase != waited_phase else 0
+                    continue
+                elif op == "pending_count":
+                    results[i] = _unpack(int(operand_values[0][i]))[1]
+                    continue
+                elif op == "inval":
+                    new = 0
+                else:
+                    raise batch.lowering_error(instr, f"mbarrier.{op} is not supported")
+                memory.store(space, at, owner, 8, np.array([new], dtype=np.uint64))
+        except DeviceFault as fault:
+            raise batch.fault_error(instr, fault, int(owners[i])) from None
+        if write_dest is not None:
+            write_dest(sel, results.astype(bool) if op in ("test_wait", "try_wait") else results)
+    return executors.guarded(batch, instr, execute)
+
+
+executors.BUILDERS.update({"wmma": build_wmma, "mbarrier": build_mbarrier})

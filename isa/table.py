@@ -67,6 +67,13 @@ CATEGORIES: Dict[str, frozenset] = {name: frozenset(values.split()) for name, va
     "matrixshape": "m8n8 m16n16 m8n16 m16n8",
     "matrixnum": "x1 x2 x4",
     "trans": "trans",
+    "wmmaop": "load store mma",
+    "wmmarole": "a b c d",
+    "wmmashape": "m16n16k16 m32n8k16 m8n32k16 m16n16k8 m8n8k4 m8n8k32 m8n8k128",
+    "mbarop": "init arrive arrive_drop expect_tx complete_tx test_wait try_wait pending_count inval",
+    "parity": "parity",
+    "expecttx": "expect_tx",
+    "nocomplete": "noComplete",
 }.items()}
 
 #: modifiers with a `::` qualifier keep only the part before it (shared::cta → shared) except hints.
@@ -451,6 +458,7 @@ def _szext(d):
 CVT_TYPES = INT_TYPES + FLOATS + ("f16", "bf16", "tf32", "f16x2", "bf16x2", "e4m3x2", "e5m2x2", "u4", "s4", "u2", "s2")
 PACKED_HALVES = ("u16x2", "s16x2")
 MMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s32", "e4m3", "e5m2")
+WMMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64")
 FLOAT_ALL = FLOATS + HALVES
 MEM_TYPES = INT_TYPES + FLOATS + ("f16", "f16x2", "bf16", "bf16x2")
 ATOM_TYPES = ("b16", "b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2")
@@ -567,6 +575,11 @@ FAMILIES: Tuple[Family, ...] = (
            op_class="ldmatrix"),
     Family("stmatrix", "<- addr, b32", (("b16", "b8"),), ("sync", "aligned", "matrixshape", "matrixnum", "trans", "space"),
            op_class="stmatrix"),
+    Family("wmma", "<-", (WMMA_TYPES, WMMA_TYPES, WMMA_TYPES, WMMA_TYPES),
+           ("wmmaop", "wmmarole", "sync", "aligned", "mmalayout", "wmmashape", "space", "satfinite"),
+           op_class="wmma", optional_slots=3),
+    Family("mbarrier", "<-", (("b64",),), ("mbarop", "sem", "scope", "space", "parity", "expecttx", "nocomplete"),
+           op_class="mbarrier", type_optional=True),
     Family("mma", "T0 <- T1, T2, T3", (MMA_TYPES, MMA_TYPES, MMA_TYPES, MMA_TYPES),
            ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma"),
 )
@@ -584,11 +597,11 @@ class DecodeError(ValueError):
     pass
 
 
-def _category_of(family: Family, modifier: str) -> Optional[str]:
-    for category in family.mods:
-        if modifier in CATEGORIES[category]:
-            return category
-    return None
+def _category_of(family: Family, modifier: str, seen=()) -> Optional[str]:
+    """The family's category holding modifier, preferring one not used yet (mbarrier.arrive.expect_tx)."""
+    matches = [category for category in family.mods if modifier in CATEGORIES[category]]
+    fresh = [category for category in matches if category not in seen]
+    return (fresh or matches or [None])[0]
 
 
 def decode(mnemonic: str, modifiers: Tuple[str, ...]) -> Decoded:
@@ -608,7 +621,7 @@ def decode(mnemonic: str, modifiers: Tuple[str, ...]) -> Decoded:
         if modifier in TYPES and len(types) < len(family.types):
             types.append(modifier)
             continue
-        category = _category_of(family, modifier)
+        category = _category_of(family, modifier, seen)
         if category is None:
             raise DecodeError(f"unknown modifier '.{raw}' for '{mnemonic}'")
         if category in seen and category not in REPEATABLE:
