@@ -12,6 +12,8 @@ from typing import List
 
 import numpy as np
 
+from isa import fp
+
 from . import executors, ir
 from .executors import AddressPlan, lanes_of, reader, writer
 from .memory import DeviceFault
@@ -251,6 +253,16 @@ def _fragment_layout(shape: str, kind: str, role: str):
     return np.stack(base_rows[:count], axis=1), np.stack([group] * count, axis=1)
 
 
+def _fma_chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """A·B + C as the H100's f64 tensor core computes it: a chain of fused multiply-adds from C, in k order
+    (matches every element of examples/warpmma mmaF64, where a single rounding of the exact sum does not)."""
+    accumulator = c
+    for k in range(a.shape[2]):
+        accumulator = fp.ffma(np.broadcast_to(a[:, :, k, None], c.shape), np.broadcast_to(b[:, None, k, :], c.shape),
+                              accumulator, ty="f64")
+    return accumulator
+
+
 def build_mma(batch, instr: ir.Instr):
     decoded = instr.decoded
     shape = decoded.get("mmashape")
@@ -285,7 +297,7 @@ def build_mma(batch, instr: ir.Instr):
         a[:, a_rows, a_cols] = gather(a_read, threads, atype)
         b[:, b_rows, b_cols] = gather(b_read, threads, btype)
         c[:, c_rows, c_cols] = gather(c_read, threads, ctype)
-        d = np.einsum("wmk,wkn->wmn", a, b) + c
+        d = _fma_chain(a, b, c) if atype == "f64" else np.einsum("wmk,wkn->wmn", a, b) + c
         values = d[:, c_rows, c_cols].reshape(len(warps) * 32, -1)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
