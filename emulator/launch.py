@@ -564,6 +564,13 @@ class Launch:
                    f"(--max-steps); last at pc {instr.pc}, {self.where(instr)} `{instr.text}`")
         return DeviceError("GPUEMU_STEP_LIMIT", summary, summary)
 
+    def illegal_barrier_error(self, batch: Batch, instr: ir.Instr, count: int, thread: int) -> DeviceError:
+        name = plain_name(self.program.name)
+        summary = (f"CUDA_ERROR_ILLEGAL_INSTRUCTION: `{instr.text}` waits for {count} threads (a barrier's thread count "
+                   f"must be a multiple of the warp size, 32) in kernel {name}, pc {instr.pc}, "
+                   f"{self.where(instr)}, {self._who(batch, int(thread))}")
+        return DeviceError("CUDA_ERROR_ILLEGAL_INSTRUCTION", summary, summary)
+
     def trap_error(self, batch: Batch, instr: ir.Instr, thread: int) -> DeviceError:
         name = plain_name(self.program.name)
         summary = (f"CUDA_ERROR_LAUNCH_FAILED: trap in kernel {name}, pc {instr.pc}, {self.where(instr)}, "

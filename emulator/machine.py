@@ -482,9 +482,12 @@ class Batch:
                 arrivals = np.bincount(ctas, minlength=self.n_ctas)
             touched = np.flatnonzero(arrivals)
             self.bar_arrived[bar] += arrivals
+            illegal = None
             if read_count is not None:
                 counts = np.asarray(read_count(sel)).reshape(-1)
                 count = int(counts[0])
+                if count % 32:
+                    illegal = count
                 self.bar_expected[bar][touched] = (count + 31) // 32 if self.per_warp_barriers else count
             if mode == "red":
                 votes = np.asarray(read_pred(sel), dtype=bool)
@@ -498,6 +501,8 @@ class Batch:
                 released = self._complete_barriers(touched)
                 if self.observer is not None:
                     self.observer.barrier(self, instr, sel, bar, released)
+                if illegal is not None:
+                    raise self.launch.illegal_barrier_error(self, instr, illegal, lanes_of(sel, self.n)[0])
                 return True
             self.status[sel] = AT_BARRIER
             self.bar_wait[sel] = bar
@@ -506,6 +511,8 @@ class Batch:
             released = self._complete_barriers(touched, bar)
             if self.observer is not None:
                 self.observer.barrier(self, instr, sel, bar, released)
+            if illegal is not None:
+                raise self.launch.illegal_barrier_error(self, instr, illegal, lanes_of(sel, self.n)[0])
             if mode == "red" and released is not None:
                 self._write_reduction(released, bar, write_dest, reduction)
             if sel is ALL and released is not None and len(released) == self.n - int(np.count_nonzero(self.status == EXITED)):

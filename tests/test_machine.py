@@ -8,6 +8,7 @@ import emulator
 from emulator.errors import DeviceError
 
 KERNELS = Path(__file__).parent / "kernels" / "machine.ptx"
+ROOT_PTX_HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n"
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +139,13 @@ def test_syncthreads_count_and_or_reduce_the_block(module):
     assert (got[:, 0] == np.count_nonzero(v > 0)).all()
     assert (got[:, 1] == 1).all()
     assert (got[:, 2] == int(np.any(v > 50))).all()
+
+
+def test_barrier_thread_count_that_is_not_a_multiple_of_32_is_an_illegal_instruction():
+    ptx = (ROOT_PTX_HEADER + ".visible .entry k(.param .u32 count)\n{\n.reg .b32 %r1;\nld.param.u32 %r1, [count];\n"
+           "bar.sync 1, %r1;\nret;\n}\n")
+    module = emulator.load(ptx)
+    module.kernel("k").launch(1, 64, [np.uint32(64)])
+    with pytest.raises(DeviceError) as info:
+        module.kernel("k").launch(1, 64, [np.uint32(48)])
+    assert info.value.cuda_error == "CUDA_ERROR_ILLEGAL_INSTRUCTION" and "48 threads" in str(info.value)
