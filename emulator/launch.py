@@ -21,7 +21,7 @@ from .errors import DeviceError, LaunchError, PTXSemanticError, UsageError
 from .lower import lower_kernel, variable_align, variable_size
 from .machine import Batch
 from .memory import DeviceFault, Memory
-from .parse import parse
+from .syntax_cache import parse_cached
 
 if accel.fma_f32 is not None:
     fp.use_native_fma("f32", accel.fma_f32)
@@ -36,7 +36,7 @@ PARAM_LIMIT = 32764
 CONST_BANK_LIMIT = 64 * 1024
 GLOBAL_VARIABLE_LIMIT = 1 << 30
 DEFAULT_MAX_STEPS = 20_000_000
-DEFAULT_BATCH_BYTES = 768 * 1024 * 1024
+DEFAULT_BATCH_BYTES = 32 * 1024 * 1024
 DEFAULT_ARCH = "sm_90"
 #: loop iterations (backward branches) between two looks for a batch that no longer changes at all
 DEFAULT_SPIN_LIMIT = 10_000
@@ -130,7 +130,7 @@ class Module:
 
     def __init__(self, text: str, source_name: str = "<ptx>", device: Optional[Device] = None):
         self.source_name = source_name
-        self.syntax = parse(text, source_name)
+        self.syntax = parse_cached(text, source_name)
         self.device = device or Device()
         self.symbols: Dict[str, ir.SymbolInfo] = {}
         self.const_base = 0
