@@ -8,12 +8,15 @@ import numpy as np
 
 from . import ir
 from .executors import ALL
-from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, interleaved_local
 from .observe import Observer
+
+__all__ = ["MemoryStats", "KINDS", "REQUESTS", "TRANSACTIONS", "IDEAL", "BYTES", "CONTENTION", "MAX_CONTENTION",
+           "count_wavefronts", "count_sectors", "count_distinct", "count_contention", "interleaved_local",
+           "format_table", "launch_title", "add_run_arguments", "observer_for", "after_run"]
 
 WARP = 32
 SECTOR = 32
-BANKS = 32
 #: access kinds, in the order tables list them
 KINDS = ("shared_load", "shared_store", "shared_atomic", "global_load", "global_store", "global_atomic",
          "local_load", "local_store", "constant_load", "param_load")
@@ -27,6 +30,7 @@ _TABLE_LABELS = {"shared_load": "shared load", "shared_store": "shared store", "
                  "local_load": "local load", "local_store": "local store", "constant_load": "constant load",
                  "param_load": "param load"}
 _LANE_IN_WARP = np.int64(WARP - 1)
+_KIND_OF = {tuple(kind.split("_")): kind for kind in KINDS}
 
 
 def _ratio(numerator: float, denominator: float, scale: float = 1.0) -> Optional[float]:
@@ -49,164 +53,30 @@ def _lanes_per_warp(threads: Optional[np.ndarray], n: int) -> np.ndarray:
     return np.diff(np.append(_warp_starts(threads), len(threads)))
 
 
-def _phase_shift(width: int, bank_bytes: int) -> int:
-    """log2 of the lanes one shared-memory phase serves (a phase moves at most 32 banks' worth)."""
-    lanes = min(WARP, WARP * bank_bytes // width)
-    return max(lanes, 1).bit_length() - 1
-
-
-def interleaved_local(addresses: np.ndarray, threads: Optional[np.ndarray], width: int):
-    """Addresses as the hardware lays local memory out (consecutive lanes own consecutive 32-bit
-    words), one entry per 32-bit word a lane touches; returns (addresses, threads, width per entry)."""
-    n = len(addresses)
-    thread_ids = np.arange(n, dtype=np.int64) if threads is None else threads
-    lanes = thread_ids & _LANE_IN_WARP
-    words = max(width // 4, 1)
-    word = addresses >> np.uint64(2)
-    byte = addresses & np.uint64(3)
-    if words > 1:
-        word = (word[:, None] + np.arange(words, dtype=np.uint64)[None, :]).reshape(-1)
-        byte = np.repeat(byte, words)
-        lanes = np.repeat(lanes, words)
-        thread_ids = np.repeat(thread_ids, words)
-    physical = (word * np.uint64(WARP) + lanes.astype(np.uint64)) * np.uint64(4) + byte
-    return physical, thread_ids, min(width, 4)
-
-
-# ---- exact totals per call: whole warps take vectorised shortcuts where the answer follows from
-# ---- each warp's address range or order; every other warp is counted by the memory core
-
-def _whole_warps(threads: Optional[np.ndarray], n: int) -> bool:
-    """Whether the lanes are complete warps in order (the convergent case)."""
-    if n == 0 or n % WARP:
-        return False
-    if threads is None:
-        return True
-    first = threads[::WARP]
-    return bool(np.all(first & _LANE_IN_WARP == 0) and np.all(threads[WARP - 1::WARP] - first == WARP - 1))
-
-
-def _rows_of(addresses: np.ndarray, threads: Optional[np.ndarray], rows: np.ndarray):
-    """(addresses, threads) of the warps (rows of 32 lanes) where rows holds."""
-    thread_ids = np.arange(len(addresses), dtype=np.int64) if threads is None else threads
-    return (addresses.reshape(-1, WARP)[rows].reshape(-1), thread_ids.reshape(-1, WARP)[rows].reshape(-1))
-
-
-_ROW_ENDS: Dict[Tuple[int, int], np.ndarray] = {}
-
-
-def _row_ends(n: int, row: int) -> np.ndarray:
-    """Flags over the n - 1 neighbour pairs of a flat array of rows: True where a row ends."""
-    key = (n, row)
-    if key not in _ROW_ENDS:
-        if len(_ROW_ENDS) > 64:
-            _ROW_ENDS.clear()
-        _ROW_ENDS[key] = (np.arange(n - 1) % row) == row - 1
-    return _ROW_ENDS[key]
-
-
-def _rows_ascend(values: np.ndarray, row: int) -> bool:
-    """Whether every row of the flat array is non-decreasing (one pass, no per-row reduction)."""
-    return bool(np.all((values[1:] >= values[:-1]) | _row_ends(len(values), row)))
-
-
-def _distinct_in_sorted_rows(values: np.ndarray):
-    """Per row of a 2-D array: whether it is non-decreasing, and then its number of distinct values."""
-    rows, row = values.shape
-    flat = values.reshape(-1)
-    if _rows_ascend(flat, row):
-        changes = (flat[1:] != flat[:-1]) & ~_row_ends(len(flat), row)
-        return None, rows + int(np.count_nonzero(changes))
-    ordered = np.all(values[:, 1:] >= values[:, :-1], axis=1)
-    distinct = 1 + np.count_nonzero(values[:, 1:] != values[:, :-1], axis=1)
-    return ordered, int(distinct[ordered].sum())
-
+# ---- exact totals per call, each from one call of the memory core
 
 def count_wavefronts(memory, addresses, threads, width: int, bank_bytes: int) -> Tuple[int, int]:
     """(requests, shared-memory wavefronts) of one call."""
-    n = len(addresses)
-    if not _whole_warps(threads, n):
-        warps, counts = memory.shared_wavefronts(addresses, threads, width, bank_bytes)
-        return len(warps), int(counts.sum())
-    lanes_per_phase = min(WARP, WARP * bank_bytes // width)
-    phases_per_warp = WARP // lanes_per_phase
-    shift = np.uint64(bank_bytes.bit_length() - 1)
-    phases = addresses.reshape(-1, lanes_per_phase)
-    if _rows_ascend(addresses, lanes_per_phase):
-        lowest, highest = phases[:, 0], phases[:, -1]
-    else:
-        lowest, highest = phases.min(axis=1), phases.max(axis=1)
-    first_word = lowest >> shift
-    last_word = (highest + np.uint64(width - 1)) >> shift
-    # a phase whose words lie within 32 consecutive words has at most one word per bank
-    simple = ((last_word - first_word) < np.uint64(BANKS)).reshape(-1, phases_per_warp).all(axis=1)
-    wavefronts = int(np.count_nonzero(simple)) * phases_per_warp
-    if not simple.all():
-        _, counts = memory.shared_wavefronts(*_rows_of(addresses, threads, ~simple), width, bank_bytes)
-        wavefronts += int(counts.sum())
-    return len(simple), wavefronts
+    totals = memory.request_totals("shared_wavefronts", addresses, threads, width, bank_bytes)
+    return totals.requests, totals.count
 
 
 def count_sectors(memory, addresses, threads, width: int, local: bool = False) -> Tuple[int, int]:
     """(requests, 32-byte sectors) of one call; local addresses are laid out interleaved first."""
-    n = len(addresses)
-    aligned = width <= SECTOR and not np.any(addresses & np.uint64(width - 1))
-    if not (aligned and _whole_warps(threads, n)):
-        counted = interleaved_local(addresses, threads, width) if local else (addresses, threads, width)
-        warps, counts = memory.global_sectors(*counted)
-        return len(warps), int(counts.sum())
-    rows = addresses.reshape(-1, WARP)
-    if local:
-        words = max(width // 4, 1)
-        lanes = np.arange(WARP, dtype=np.uint64) * np.uint64(4)
-        first = (rows >> np.uint64(2)) * np.uint64(WARP * 4) + lanes + (rows & np.uint64(3))
-        physical = first[:, None, :] + (np.arange(words, dtype=np.uint64) * np.uint64(WARP * 4))[None, :, None]
-        rows = physical.reshape(len(rows), -1)
-    ordered, sectors = _distinct_in_sorted_rows(rows >> np.uint64(5))
-    if ordered is not None and not ordered.all():
-        subset_addresses, subset_threads = _rows_of(addresses, threads, ~ordered)
-        counted = interleaved_local(subset_addresses, subset_threads, width) if local else \
-            (subset_addresses, subset_threads, width)
-        _, counts = memory.global_sectors(*counted)
-        sectors += int(counts.sum())
-    return n // WARP, sectors
+    totals = memory.request_totals("local_sectors" if local else "global_sectors", addresses, threads, width)
+    return totals.requests, totals.count
 
 
 def count_distinct(memory, addresses, threads) -> Tuple[int, int]:
     """(requests, distinct addresses summed over requests) of one call."""
-    n = len(addresses)
-    if not _whole_warps(threads, n):
-        warps, counts = memory.distinct_addresses(addresses, threads)
-        return len(warps), int(counts.sum())
-    ordered, total = _distinct_in_sorted_rows(addresses.reshape(-1, WARP))
-    if ordered is not None and not ordered.all():
-        _, counts = memory.distinct_addresses(*_rows_of(addresses, threads, ~ordered))
-        total += int(counts.sum())
-    return n // WARP, total
+    totals = memory.request_totals("distinct_addresses", addresses, threads, 1)
+    return totals.requests, totals.count
 
 
 def count_contention(memory, addresses, threads) -> Tuple[int, int]:
     """(sum over requests, maximum) of the most lanes of a request on one address."""
-    n = len(addresses)
-    if not _whole_warps(threads, n):
-        _, same = memory.max_same_address(addresses, threads)
-        return int(same.sum()), int(same.max())
-    ends = _row_ends(n, WARP)
-    if np.all((addresses[1:] > addresses[:-1]) | ends):
-        return n // WARP, 1
-    if np.all((addresses[1:] == addresses[:-1]) | ends):
-        return n, WARP
-    rows = addresses.reshape(-1, WARP)
-    spread = np.all(rows[:, 1:] > rows[:, :-1], axis=1)
-    one_address = np.all(rows[:, 1:] == rows[:, :-1], axis=1)
-    easy = spread | one_address
-    total = int(np.count_nonzero(spread)) + WARP * int(np.count_nonzero(one_address))
-    most = WARP if one_address.any() else 1
-    if not easy.all():
-        _, same = memory.max_same_address(*_rows_of(addresses, threads, ~easy))
-        total += int(same.sum())
-        most = max(most, int(same.max()))
-    return total, most
+    totals = memory.request_totals("max_same_address", addresses, threads, 1, contention=True)
+    return totals.contention, totals.max_contention
 
 
 class MemoryStats(Observer):
@@ -255,18 +125,8 @@ class MemoryStats(Observer):
     def branch(self, batch, instr, sel, taken: int, lanes: int) -> None:
         if not 0 < taken < lanes or instr.guard is None:
             return
-        reg, negated = instr.guard
-        values = batch.regs[reg.index][sel]
-        if negated:
-            values = ~values
-        if sel is ALL or _whole_warps(sel, len(sel)):
-            rows = values.reshape(-1, WARP)
-            divergent = np.count_nonzero(rows.any(axis=1) & ~rows.all(axis=1))
-        else:
-            starts = _warp_starts(sel)
-            divergent = np.count_nonzero(np.logical_or.reduceat(values, starts) &
-                                         ~np.logical_and.reduceat(values, starts))
-        self.divergent[instr.pc] += int(divergent)
+        guard = batch.regs[instr.guard[0].index]
+        self.divergent[instr.pc] += batch.memory.split_warps(guard, None if sel is ALL else sel)
 
     def memory(self, batch, instr, op: str, space: str, addresses, threads, width: int) -> None:
         pc = instr.pc
@@ -303,11 +163,11 @@ class MemoryStats(Observer):
         if n == 0:
             return
         if space == "constant":
-            requests, distinct = count_distinct(memory, addresses, threads)
+            totals = memory.request_totals("distinct_addresses", addresses, threads, 1)
             slot = self._slot(pc, "constant_load")
-            slot[REQUESTS] += requests
-            slot[TRANSACTIONS] += distinct
-            slot[IDEAL] += requests
+            slot[REQUESTS] += totals.requests
+            slot[TRANSACTIONS] += totals.count
+            slot[IDEAL] += totals.ideal
             slot[BYTES] += n * width
             return
         if space == "param":
@@ -315,36 +175,31 @@ class MemoryStats(Observer):
             slot[REQUESTS] += len(_lanes_per_warp(threads, n))
             slot[BYTES] += n * width
             return
-        kind = f"{space}_{op}"
-        if kind not in KINDS:
+        kind = _KIND_OF.get((space, op))
+        if kind is None:
             return
         slot = self._slot(pc, kind)
+        atomic = op == "atomic"
         if space == "shared":
-            requests, wavefronts = count_wavefronts(memory, addresses, threads, width, self.bank_bytes)
-            shift = _phase_shift(width, self.bank_bytes)
-            slot[TRANSACTIONS] += wavefronts
-            slot[IDEAL] += n >> shift if threads is None else len(_run_starts(threads >> shift))
+            totals = memory.request_totals("shared_wavefronts", addresses, threads, width, self.bank_bytes,
+                                           contention=atomic)
+            requests = totals.requests
             if self.capture_shared and batch.cta_start == 0:
                 self._capture(pc, addresses, threads, width, batch.tpc_pad)
         else:
-            requests, sectors = count_sectors(memory, addresses, threads, width, local=space == "local")
-            slot[TRANSACTIONS] += sectors
-            rows, row_width = 1, width
+            totals = memory.request_totals("local_sectors" if space == "local" else "global_sectors", addresses,
+                                           threads, width, contention=atomic)
+            requests = totals.requests
             if space == "local":
                 # one request per interleaved 32-bit row: the H100 counts an LDL.64 as two (localarray)
-                rows, row_width = max(width // 4, 1), min(width, 4)
-                requests *= rows
-            if _whole_warps(threads, n):
-                slot[IDEAL] += requests * ((WARP * row_width + SECTOR - 1) // SECTOR)
-            else:
-                lanes = _lanes_per_warp(threads, n)
-                slot[IDEAL] += rows * int(((lanes * row_width + SECTOR - 1) // SECTOR).sum())
+                requests *= max(width // 4, 1)
+        slot[TRANSACTIONS] += totals.count
+        slot[IDEAL] += totals.ideal
         slot[REQUESTS] += requests
         slot[BYTES] += n * width
-        if op == "atomic":
-            total, most = count_contention(memory, addresses, threads)
-            slot[CONTENTION] += total
-            slot[MAX_CONTENTION] = max(slot[MAX_CONTENTION], most)
+        if atomic:
+            slot[CONTENTION] += totals.contention
+            slot[MAX_CONTENTION] = max(slot[MAX_CONTENTION], totals.max_contention)
 
     def _capture(self, pc, addresses, threads, width, tpc_pad) -> None:
         samples = self.shared_samples.setdefault(pc, {})

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from emulator.memory import (GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault, Memory,
-                             c_core_available, distinct_addresses, global_sectors, max_same_address,
-                             shared_wavefronts)
+                             RequestTotals, c_core_available, distinct_addresses, global_sectors, local_sectors,
+                             max_same_address, request_totals, shared_wavefronts, split_warps)
 from emulator.memory.spaces import GUARD_BYTES
 
 BACKENDS = [
@@ -955,6 +955,60 @@ def test_memory_methods_count_with_the_memory_backend(memory):
     assert memory.shared_wavefronts(u64([0] * 32), None, 4)[1].tolist() == [1]
     assert memory.distinct_addresses(u64([0, 4]), None)[1].tolist() == [2]
     assert memory.max_same_address(u64([0, 0]), None)[1].tolist() == [2]
+
+
+def test_local_pieces_interleave_by_lane(backend):
+    lanes = u64([0] * 32)
+    assert local_sectors(lanes, None, 4, backend=backend)[1].tolist() == [4]            # bytes 0..127
+    assert local_sectors(lanes, None, 8, backend=backend)[1].tolist() == [8]            # and 128..255
+    assert local_sectors(u64([0] * 16), np.arange(16), 4, backend=backend)[1].tolist() == [2]
+    assert local_sectors(u64([0] * 4), np.array([0, 8, 16, 24]), 4, backend=backend)[1].tolist() == [4]
+    # even lanes read word 0, odd lanes word 1: bytes l * 4 and 128 + l * 4
+    assert local_sectors(u64([0, 4] * 16), None, 4, backend=backend)[1].tolist() == [8]
+
+
+def test_request_totals_sum_counts_ideals_and_contention_over_warps(backend):
+    # warp 0: every lane on word 0; warp 1: words 0, 32, 64, 96 of bank 0, eight lanes each
+    addr = u64([0] * 32 + [128 * (lane % 4) for lane in range(32)])
+    totals = request_totals("shared_wavefronts", addr, None, 4, contention=True, backend=backend)
+    assert totals == RequestTotals(requests=2, count=1 + 4, ideal=2, contention=32 + 8, max_contention=32)
+    # 8-byte lanes: two phases a warp, and only the first has lanes when 16 threads take part
+    assert request_totals("shared_wavefronts", u64(8 * np.arange(16)), np.arange(16), 8,
+                          backend=backend) == RequestTotals(1, 1, 1, 0, 0)
+    # stride 128: a sector per lane where 4 would do for 32 contiguous words
+    assert request_totals("global_sectors", u64(128 * np.arange(40)), None, 4,
+                          backend=backend) == RequestTotals(2, 40, 4 + 1, 0, 0)
+    assert request_totals("local_sectors", u64([0] * 32), None, 8, backend=backend) == RequestTotals(1, 8, 8, 0, 0)
+    assert request_totals("distinct_addresses", u64([4, 8, 4]), None, 1,
+                          backend=backend) == RequestTotals(1, 2, 1, 0, 0)
+    assert request_totals("max_same_address", u64([]), None, 1, contention=True,
+                          backend=backend) == RequestTotals(0, 0, 0, 0, 0)
+
+
+def test_request_totals_reject_bad_arguments(backend):
+    with pytest.raises(ValueError):
+        request_totals("bank_conflicts", u64([0]), None, 4, backend=backend)
+    with pytest.raises(ValueError):
+        request_totals("global_sectors", u64([0, 4]), np.array([0, -3]), 4, backend=backend)
+    with pytest.raises(ValueError):
+        request_totals("global_sectors", u64([0, 4]), np.array([0]), 4, backend=backend)
+    with pytest.raises(ValueError):
+        request_totals("shared_wavefronts", u64([0]), None, 3, backend=backend)
+
+
+def test_split_warps_count_warps_with_lanes_on_both_sides(backend):
+    flags = np.array([True] * 32 + [True] * 31 + [False])      # one flag per thread
+    assert split_warps(flags, None, backend=backend) == 1
+    assert split_warps(flags[:63], None, backend=backend) == 0
+    assert split_warps(flags, np.arange(40, 63), backend=backend) == 0
+    # lanes of warp 2 (threads 64..66) and warp 0 (thread 5), out of order: only warp 2 splits
+    flags = np.zeros(70, dtype=bool)
+    flags[[64, 66, 5]] = True
+    assert split_warps(flags, np.array([64, 65, 5, 66]), backend=backend) == 1
+    assert split_warps(np.array([], dtype=bool), None, backend=backend) == 0
+    for threads in ([-1], [70]):
+        with pytest.raises(ValueError):
+            split_warps(flags, np.array(threads), backend=backend)
 
 
 def test_counters_reject_negative_threads(backend):

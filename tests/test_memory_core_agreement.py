@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from emulator.memory import (LOCAL_WINDOW, SHARED_WINDOW, DeviceFault, Memory, c_core_available,
-                             distinct_addresses, global_sectors, max_same_address, shared_wavefronts)
+from emulator.memory import (LOCAL_WINDOW, SHARED_WINDOW, DeviceFault, Memory, RequestTotals, c_core_available,
+                             distinct_addresses, global_sectors, local_sectors, max_same_address, request_totals,
+                             shared_wavefronts, split_warps)
 from emulator.memory.spaces import ATOMIC_OPS_BY_TYPE
 
 pytestmark = pytest.mark.skipif(not c_core_available(),
@@ -168,6 +169,165 @@ def test_random_counts_agree_with_each_other_and_a_python_reference(seed):
         for warps_got, counts_got in got:
             assert warps_got.tolist() == warps
             assert counts_got.tolist() == counts
+
+
+MASK64 = (1 << 64) - 1
+
+
+def _reference_warp(kind, lanes, width, bank_bytes):
+    """(count, ideal) of one warp's (address, thread) lanes, from sets of Python integers."""
+    addresses = [a for a, _ in lanes]
+    if kind == "distinct_addresses":
+        return len(set(addresses)), 1
+    if kind == "max_same_address":
+        return max(addresses.count(a) for a in addresses), 1
+    if kind == "global_sectors":
+        sectors = {s for a in addresses for s in range(a // 32, (a + width - 1) // 32 + 1)}
+        return len(sectors), (len(lanes) * width + 31) // 32
+    if kind == "local_sectors":
+        words, piece = max(width // 4, 1), min(width, 4)
+        sectors = set()
+        for a, t in lanes:
+            for j in range(words):
+                physical = (((a // 4 + j) * 32 + t % 32) * 4 + a % 4) & MASK64
+                sectors.update(range(physical // 32, (physical + piece - 1) // 32 + 1))
+        return len(sectors), words * ((len(lanes) * piece + 31) // 32)
+    lanes_per_phase = min(32, 32 * bank_bytes // width)
+    phases = {}
+    for a, t in lanes:
+        banks = phases.setdefault((t % 32) // lanes_per_phase, {})
+        for j in range((a % bank_bytes + width - 1) // bank_bytes + 1):
+            word = (a // bank_bytes + j) & MASK64
+            banks.setdefault(word % 32, set()).add(word)
+    return sum(max(len(words) for words in banks.values()) for banks in phases.values()), len(phases)
+
+
+def _reference_totals(kind, addr, threads, width, bank_bytes, contention):
+    per_warp = {}
+    for a, t in zip(addr.tolist(), threads.tolist()):
+        per_warp.setdefault(t // 32, []).append((a, t))
+    count = ideal = most_total = most_max = 0
+    for lanes in per_warp.values():
+        warp_count, warp_ideal = _reference_warp(kind, lanes, width, bank_bytes)
+        count += warp_count
+        ideal += warp_ideal
+        if contention:
+            most = _reference_warp("max_same_address", lanes, width, bank_bytes)[0]
+            most_total += most
+            most_max = max(most_max, most)
+    return RequestTotals(len(per_warp), count, ideal, most_total, most_max)
+
+
+def _address_family(rng, family, n, width):
+    """Lane addresses of one shape: each shape steers the cores to a different way of counting."""
+    lane = np.arange(n, dtype=np.uint64)
+    w = np.uint64(width)
+    base = np.uint64(int(rng.integers(0, 1 << 40)) * 64)
+    if family == "contiguous":
+        return base + lane * w
+    if family == "one address":
+        return np.full(n, base + np.uint64(int(rng.integers(0, 64))), dtype=np.uint64)
+    if family == "strided":
+        return base + lane * np.uint64(int(rng.choice([2, 32, 33, 128, 132, 4096]))) * w
+    if family == "small range":
+        return base + rng.integers(0, 256, n).astype(np.uint64) * w
+    if family == "unaligned":
+        return base + rng.integers(0, 300, n).astype(np.uint64)
+    if family == "wide":
+        return rng.integers(0, 1 << 48, n).astype(np.uint64) * w
+    if family == "top of memory":
+        return np.uint64(MASK64) - rng.integers(0, 200, n).astype(np.uint64)
+    if family == "few local offsets":
+        return rng.integers(0, 16, n).astype(np.uint64) * w
+    # a few hot addresses among many lanes
+    return base + rng.choice(rng.integers(0, 5000, 6), n).astype(np.uint64) * w
+
+
+FAMILIES = ["contiguous", "one address", "strided", "small range", "unaligned", "wide", "top of memory",
+            "few local offsets", "hot"]
+KINDS = ["shared_wavefronts", "global_sectors", "local_sectors", "distinct_addresses", "max_same_address"]
+
+
+def _thread_layout(rng, layout, n):
+    if layout == "whole warps":
+        return None
+    if layout == "partial warps":
+        return np.sort(rng.choice(np.arange(64, 64 + 2 * n), n, replace=False)).astype(np.int64)
+    if layout == "shuffled":
+        return rng.permutation(np.arange(n, dtype=np.int64) + 96)
+    return np.sort(rng.integers(0, 4 * n // 3 + 1, n)).astype(np.int64)   # repeated threads
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("layout", ["whole warps", "partial warps", "shuffled", "repeated"])
+def test_request_totals_agree_with_each_other_and_a_python_reference(family, layout):
+    rng = np.random.default_rng(sum(map(ord, family + layout)))
+    for _ in range(4):
+        n = 32 * int(rng.integers(1, 7)) if layout == "whole warps" else int(rng.integers(1, 200))
+        width = int(rng.choice([1, 2, 4, 8, 16]))
+        bank_bytes = int(rng.choice([1, 2, 4, 4, 8, 16]))
+        addr = _address_family(rng, family, n, width)
+        threads = _thread_layout(rng, layout, n)
+        reference_threads = np.arange(n) if threads is None else threads
+        for kind in KINDS:
+            contention = bool(rng.integers(0, 2))
+            want = _reference_totals(kind, addr, reference_threads, width, bank_bytes, contention)
+            for backend in ("c", "numpy"):
+                got = request_totals(kind, addr, threads, width, bank_bytes, contention=contention, backend=backend)
+                assert got == want, (kind, backend, width, bank_bytes)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_word_atomics_in_and_out_of_the_tally_window_agree(seed):
+    """Shared atomics on random words: bins within reach of the first lane's word, and bins so far
+    apart that the cores count them another way."""
+    rng = np.random.default_rng(200 + seed)
+    spread = [256, 4096, 1 << 20][seed % 3]
+    n = 32 * 8
+    addr = rng.integers(0, spread, n).astype(np.uint64) * np.uint64(4) + np.uint64(seed % 2 * 2)
+    threads = None if seed < 3 else np.sort(rng.choice(512, n, replace=False)).astype(np.int64)
+    reference_threads = np.arange(n) if threads is None else threads
+    for width in (2, 4, 8):
+        want = _reference_totals("shared_wavefronts", addr, reference_threads, width, 4, True)
+        for backend in ("c", "numpy"):
+            assert request_totals("shared_wavefronts", addr, threads, width, 4, contention=True,
+                                  backend=backend) == want
+
+
+@pytest.mark.parametrize("layout", ["whole warps", "partial warps", "shuffled", "repeated"])
+def test_local_sectors_per_warp_agree_with_a_python_reference(layout):
+    rng = np.random.default_rng(len(layout))
+    for family in FAMILIES:
+        n = 96 if layout == "whole warps" else int(rng.integers(1, 150))
+        width = int(rng.choice([1, 2, 4, 8, 16]))
+        addr = _address_family(rng, family, n, width)
+        threads = _thread_layout(rng, layout, n)
+        reference_threads = np.arange(n) if threads is None else threads
+        per_warp = {}
+        for a, t in zip(addr.tolist(), reference_threads.tolist()):
+            per_warp.setdefault(t // 32, []).append((a, t))
+        want = [_reference_warp("local_sectors", per_warp[w], width, 4)[0] for w in sorted(per_warp)]
+        for backend in ("c", "numpy"):
+            warps, counts = local_sectors(addr, threads, width, backend=backend)
+            assert warps.tolist() == sorted(per_warp) and counts.tolist() == want
+
+
+@pytest.mark.parametrize("layout", ["whole warps", "partial warps", "shuffled", "repeated"])
+def test_split_warps_agree_with_a_python_reference(layout):
+    rng = np.random.default_rng(7 + len(layout))
+    for _ in range(20):
+        n = 32 * int(rng.integers(1, 5)) if layout == "whole warps" else int(rng.integers(0, 150))
+        threads = _thread_layout(rng, layout, n) if n else None
+        reference_threads = np.arange(n) if threads is None else threads
+        flags = rng.random(int(reference_threads.max(initial=-1)) + 1 + int(rng.integers(0, 40)))
+        flags = flags < rng.choice([0.0, 0.03, 0.5, 0.97, 1.0])
+        if threads is None:
+            flags = flags[:n]
+        per_warp = {}
+        for t in reference_threads.tolist():
+            per_warp.setdefault(t // 32, set()).add(bool(flags[t]))
+        want = sum(len(values) == 2 for values in per_warp.values())
+        assert [split_warps(flags, threads, backend=backend) for backend in ("c", "numpy")] == [want, want]
 
 
 _SPECIAL_F32 = [0x00000001, 0x80000001, 0x00400000, 0x007FFFFF, 0x00800000, 0x7F800000, 0xFF800000,

@@ -93,6 +93,18 @@ def test_shared_atomics_on_one_word_take_one_wavefront_and_report_full_contentio
     assert shared("atomic", spread) == (1, 1, 0) and spread["shared_atomic_max_contention"] == 1
 
 
+@pytest.mark.parametrize("backend", ["c", "numpy"] if c_core_available() else ["numpy"])
+@pytest.mark.parametrize("stride, mask, want", [
+    (8, FULL, (1, 2, 1)),               # words 0, 2, .., 62: banks 0, 2, .., 30 hold two words each
+    (128, FULL, (1, 32, 31)),           # every lane its own word of bank 0 (the H100: 32 wavefronts)
+    (128, 0x0000000F, (1, 4, 3)),       # four lanes in bank 0
+])
+def test_shared_atomics_on_distinct_words_serialise_per_bank(backend, stride, mask, want):
+    result = counters("shared_atom", stride=stride, mask=mask, backend=backend)
+    assert shared("atomic", result) == want
+    assert result["shared_atomic_max_contention"] == 1
+
+
 # ---- global memory: 32-byte sectors, bytes requested / bytes moved ----
 
 @pytest.mark.parametrize("kernel, stride, offset, mask, block, want", [
@@ -182,6 +194,16 @@ def test_divergent_branches_and_warp_execution_efficiency():
     assert result["warp_execution_efficiency"] == pytest.approx(100 * 208 / 224)
     assert (result["branches"], result["divergent_branches"], result["branch_efficiency"]) == (2, 2, 0.0)
     assert result["barriers"] == 2
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"] if c_core_available() else ["numpy"])
+def test_only_warps_with_lanes_on_both_sides_of_a_branch_diverge(backend):
+    # block 48: warp 0 splits at lane 16; warp 1 holds lanes 0..15 only, which all skip
+    stats = MemoryStats()
+    module = emulator.load(DIVERGE_PTX, device=Device(backend=backend))
+    module.kernel("diverge").launch(3, 48, [], observer=stats)
+    result = stats.kernel_counters()
+    assert (result["branches"], result["divergent_branches"]) == (6, 3)
 
 
 def test_partial_warps_lower_warp_execution_efficiency():

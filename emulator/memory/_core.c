@@ -603,37 +603,685 @@ int gm_atomic(const gm_memory *mem, int space, int op, int type, const uint64_t 
 
 /* ---- per-warp counting ---- */
 
+#define WARP_LANES 32
+#define BANKS 32
+#define MAX_PHASES 32
+#define SECTOR_BYTES 32
+#define SECTOR_SHIFT 5
+#define LOCAL_WORD_BYTES 4
+/* At most this many counted values per lane (16-byte accesses over 1-byte banks). */
+#define VALUES_PER_LANE 16
+#define THREAD_LIMIT (1ll << 48)
+/* Values spanning fewer than this many are marked in a bitmap or tallied in a table indexed by
+   value; wider ones go through the hash table. */
+#define DIRECT_SPAN 4096
+#define KEPT_VALUES (1 << 16)
+
+/* Buffers reused from warp to warp, each made when first needed: one warp's lanes when they must
+   be gathered, the values it contributes and their phases; a bitmap indexed by value (all zero
+   between uses); a tally indexed by value whose entries hold the generation (a multiple of 2**32)
+   plus the count, counting only from the current generation; and an open-addressing tally whose
+   slots are live while their stamp equals the current one. Starting a tally afresh thus costs
+   one increment. `failed` records that memory ran out (the warp's count is then void). */
 typedef struct {
-    uint64_t group;
-    uint64_t value;
-} count_entry;
+    uint64_t *lane_addr;
+    int64_t *lane_threads;
+    uint64_t *values;
+    uint64_t *regrouped;
+    uint8_t *phase;
+    int64_t capacity;
+    uint64_t *bitmap;
+    uint64_t *direct;
+    uint64_t direct_generation;
+    uint64_t *keys;
+    int64_t *tally;
+    uint32_t *stamps;
+    int64_t table_capacity;
+    int table_bits;
+    uint32_t stamp;
+    int failed;
+} count_scratch;
 
-static int entry_less(const count_entry *x, const count_entry *y)
+/* One scratch per thread, kept from call to call unless a call grew it past KEPT_VALUES values. */
+#if defined(_MSC_VER)
+static __declspec(thread) count_scratch kept_scratch;
+#else
+static _Thread_local count_scratch kept_scratch;
+#endif
+
+static void scratch_free(count_scratch *s)
 {
-    return x->group < y->group || (x->group == y->group && x->value < y->value);
+    free(s->lane_addr);
+    free(s->lane_threads);
+    free(s->values);
+    free(s->regrouped);
+    free(s->phase);
+    free(s->bitmap);
+    free(s->direct);
+    free(s->keys);
+    free(s->tally);
+    free(s->stamps);
 }
 
-static int entry_compare(const void *x, const void *y)
+/* Grows *buffer to count items of size bytes; false when memory runs out (the old buffer stays). */
+static int grow(void **buffer, int64_t count, size_t size)
 {
-    const count_entry *p = x, *q = y;
-    return entry_less(p, q) ? -1 : entry_less(q, p) ? 1 : 0;
+    void *grown = realloc(*buffer, (size_t)count * size);
+    if (grown == NULL)
+        return 0;
+    *buffer = grown;
+    return 1;
 }
 
-static void sort_entries(count_entry *entries, int64_t n)
+/* Room for the values of a warp of this many lanes. */
+static int scratch_reserve(count_scratch *s, int64_t lanes)
 {
-    if (n > 64) {
-        qsort(entries, (size_t)n, sizeof *entries, entry_compare);
-        return;
+    int64_t values = lanes * VALUES_PER_LANE;
+    if (values <= s->capacity)
+        return 1;
+    int64_t capacity = s->capacity > 0 ? s->capacity : WARP_LANES * VALUES_PER_LANE;
+    while (capacity < values)
+        capacity *= 2;
+    if (!grow((void **)&s->lane_addr, capacity, sizeof *s->lane_addr)
+        || !grow((void **)&s->lane_threads, capacity, sizeof *s->lane_threads)
+        || !grow((void **)&s->values, capacity, sizeof *s->values)
+        || !grow((void **)&s->regrouped, capacity, sizeof *s->regrouped)
+        || !grow((void **)&s->phase, capacity, sizeof *s->phase))
+        return 0;
+    s->capacity = capacity;
+    return 1;
+}
+
+static uint64_t *bitmap_table(count_scratch *s)
+{
+    if (s->bitmap == NULL)
+        s->bitmap = calloc(DIRECT_SPAN / 64, sizeof *s->bitmap);
+    return s->bitmap;
+}
+
+/* Starts an empty direct tally; NULL without memory. */
+static uint64_t *direct_begin(count_scratch *s)
+{
+    if (s->direct == NULL)
+        s->direct = calloc(DIRECT_SPAN, sizeof *s->direct);
+    s->direct_generation += (uint64_t)1 << 32;
+    if (s->direct_generation == 0 && s->direct != NULL) {
+        memset(s->direct, 0, DIRECT_SPAN * sizeof *s->direct);
+        s->direct_generation = (uint64_t)1 << 32;
     }
-    for (int64_t i = 1; i < n; i++) {
-        count_entry item = entries[i];
-        int64_t j = i;
-        while (j > 0 && entry_less(&item, &entries[j - 1])) {
-            entries[j] = entries[j - 1];
-            j--;
+    return s->direct;
+}
+
+/* Counts offset once more in the direct tally; returns how many times it has been counted. An
+   entry below the generation belongs to an earlier tally and counts as zero. */
+static inline int64_t direct_add(uint64_t *direct, uint64_t generation, uint64_t offset)
+{
+    uint64_t entry = direct[offset];
+    entry = (entry > generation ? entry : generation) + 1;
+    direct[offset] = entry;
+    return (int64_t)(entry - generation);
+}
+
+/* Starts an empty hash tally for up to s->capacity values; false (and s->failed) without memory. */
+static int hash_begin(count_scratch *s)
+{
+    if (s->table_capacity < s->capacity) {
+        int bits = 1;
+        while ((1ll << bits) < 2 * s->capacity)
+            bits++;
+        int64_t slots = 1ll << bits;
+        free(s->stamps);
+        s->stamps = calloc((size_t)slots, sizeof *s->stamps);
+        if (s->stamps == NULL || !grow((void **)&s->keys, slots, sizeof *s->keys)
+            || !grow((void **)&s->tally, slots, sizeof *s->tally)) {
+            s->table_capacity = 0;
+            s->failed = 1;
+            return 0;
         }
-        entries[j] = item;
+        s->table_capacity = s->capacity;
+        s->table_bits = bits;
+        s->stamp = 0;
     }
+    if (++s->stamp == 0) {
+        memset(s->stamps, 0, ((size_t)1 << s->table_bits) * sizeof *s->stamps);
+        s->stamp = 1;
+    }
+    return 1;
+}
+
+/* Counts value once more in the hash tally; returns how many times it has been counted. */
+static inline int64_t hash_add(count_scratch *s, uint64_t value)
+{
+    uint64_t mask = ((uint64_t)1 << s->table_bits) - 1;
+    uint64_t slot = (value * 0x9E3779B97F4A7C15ull) >> (64 - s->table_bits);
+    while (s->stamps[slot] == s->stamp) {
+        if (s->keys[slot] == value)
+            return ++s->tally[slot];
+        slot = (slot + 1) & mask;
+    }
+    s->stamps[slot] = s->stamp;
+    s->keys[slot] = value;
+    s->tally[slot] = 1;
+    return 1;
+}
+
+static inline int bit_count(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (int)((x * 0x0101010101010101ull) >> 56);
+}
+
+typedef struct {
+    uint64_t lowest;
+    uint64_t highest;
+    int ascending;
+} value_range;
+
+/* Smallest and largest of k >= 1 values, and whether they never decrease. */
+static value_range range_of(const uint64_t *v, int64_t k)
+{
+    value_range range = {v[0], v[0], 1};
+    for (int64_t i = 1; i < k; i++) {
+        uint64_t x = v[i];
+        range.ascending &= x >= v[i - 1];
+        range.lowest = x < range.lowest ? x : range.lowest;
+        range.highest = x > range.highest ? x : range.highest;
+    }
+    return range;
+}
+
+/* Marks offset in the bitmap; returns whether it was unmarked. */
+static inline int bitmap_mark(uint64_t *bitmap, uint64_t offset)
+{
+    uint64_t bit = (uint64_t)1 << (offset & 63), *word = &bitmap[offset >> 6];
+    int fresh = (*word & bit) == 0;
+    *word |= bit;
+    return fresh;
+}
+
+static void bitmap_clear(uint64_t *bitmap, value_range range)
+{
+    memset(bitmap, 0, (size_t)(((range.highest - range.lowest) >> 6) + 1) * sizeof *bitmap);
+}
+
+/* Distinct values among k >= 1 values inside range. */
+static int64_t distinct_in(count_scratch *s, const uint64_t *v, int64_t k, value_range range)
+{
+    uint64_t span = range.highest - range.lowest, *bitmap;
+    int64_t distinct = 0;
+    if (range.ascending) {
+        distinct = 1;
+        for (int64_t i = 1; i < k; i++)
+            distinct += v[i] != v[i - 1];
+    } else if (span < 64) {
+        uint64_t seen = 0;
+        for (int64_t i = 0; i < k; i++)
+            seen |= (uint64_t)1 << (v[i] - range.lowest);
+        distinct = bit_count(seen);
+    } else if (span < DIRECT_SPAN && (bitmap = bitmap_table(s)) != NULL) {
+        for (int64_t i = 0; i < k; i++)
+            distinct += bitmap_mark(bitmap, v[i] - range.lowest);
+        bitmap_clear(bitmap, range);
+    } else if (hash_begin(s)) {
+        for (int64_t i = 0; i < k; i++)
+            distinct += hash_add(s, v[i]) == 1;
+    }
+    return distinct;
+}
+
+static int64_t distinct_values(count_scratch *s, const uint64_t *v, int64_t k)
+{
+    return k ? distinct_in(s, v, k, range_of(v, k)) : 0;
+}
+
+/* The most times one value occurs among k >= 1 values. */
+static int64_t most_repeated(count_scratch *s, const uint64_t *v, int64_t k)
+{
+    value_range range = range_of(v, k);
+    int64_t most = 1;
+    uint64_t *direct;
+    if (range.ascending) {
+        int64_t run = 1;
+        for (int64_t i = 1; i < k; i++) {
+            run = v[i] == v[i - 1] ? run + 1 : 1;
+            most = run > most ? run : most;
+        }
+    } else if (range.highest - range.lowest < DIRECT_SPAN && (direct = direct_begin(s)) != NULL) {
+        for (int64_t i = 0; i < k; i++) {
+            int64_t seen = direct_add(direct, s->direct_generation, v[i] - range.lowest);
+            most = seen > most ? seen : most;
+        }
+    } else if (hash_begin(s)) {
+        for (int64_t i = 0; i < k; i++) {
+            int64_t seen = hash_add(s, v[i]);
+            most = seen > most ? seen : most;
+        }
+    }
+    return most;
+}
+
+/* Wavefronts of one phase's k >= 1 bank words: the most distinct words that one bank holds. */
+static int64_t phase_wavefronts(count_scratch *s, const uint64_t *words, int64_t k)
+{
+    value_range range = range_of(words, k);
+    uint64_t span = range.highest - range.lowest, *bitmap;
+    /* Words within 32 consecutive ones fall in distinct banks. */
+    if (span < BANKS)
+        return 1;
+    int32_t per_bank[BANKS] = {0};
+    int64_t worst = 0;
+    if (range.ascending) {
+        for (int64_t i = 0; i < k; i++) {
+            if (i > 0 && words[i] == words[i - 1])
+                continue;
+            int64_t held = ++per_bank[words[i] % BANKS];
+            worst = held > worst ? held : worst;
+        }
+    } else if (span < 64) {
+        /* Offsets o and o + 32 are the only two words of one bank. */
+        uint64_t seen = 0;
+        for (int64_t i = 0; i < k; i++)
+            seen |= (uint64_t)1 << (words[i] - range.lowest);
+        worst = (seen & (seen >> 32)) ? 2 : 1;
+    } else if (span < DIRECT_SPAN && (bitmap = bitmap_table(s)) != NULL) {
+        for (int64_t i = 0; i < k; i++) {
+            int32_t held = per_bank[words[i] % BANKS] + bitmap_mark(bitmap, words[i] - range.lowest);
+            per_bank[words[i] % BANKS] = held;
+            worst = held > worst ? held : worst;
+        }
+        bitmap_clear(bitmap, range);
+    } else if (hash_begin(s)) {
+        for (int64_t i = 0; i < k; i++) {
+            int32_t held = per_bank[words[i] % BANKS] + (hash_add(s, words[i]) == 1);
+            per_bank[words[i] % BANKS] = held;
+            worst = held > worst ? held : worst;
+        }
+    }
+    return worst;
+}
+
+/* The last of the units (bank words, sectors) that [a, a + width) touches; the first is a >> shift. */
+static inline uint64_t last_unit(uint64_t a, uint64_t width, int shift)
+{
+    return (a >> shift) + (((a & (((uint64_t)1 << shift) - 1)) + width - 1) >> shift);
+}
+
+typedef struct {
+    int what;
+    uint64_t width;
+    int bank_shift;
+    int phase_shift;
+} count_request;
+
+/* One warp's lanes: addresses and threads side by side (threads NULL: lane k is thread 32w + k). */
+typedef struct {
+    const uint64_t *addr;
+    const int64_t *threads;
+    int64_t lanes;
+} warp_lanes;
+
+static inline uint64_t lane_in_warp(const warp_lanes *w, int64_t k)
+{
+    return w->threads ? (uint64_t)(w->threads[k] & (WARP_LANES - 1)) : (uint64_t)k;
+}
+
+/* With several phases: one wavefront for each phase whose words lie within 32 consecutive ones;
+   returns that count, or -1 when some phase needs its words counted bank by bank. */
+static int64_t conflict_free_phases(const count_request *r, const warp_lanes *w)
+{
+    uint64_t lowest[MAX_PHASES], highest[MAX_PHASES];
+    uint32_t used = 0;
+    if (w->threads == NULL) {
+        int64_t per_phase = (int64_t)1 << r->phase_shift;
+        for (int64_t first = 0; first < w->lanes; first += per_phase) {
+            int64_t last = first + per_phase < w->lanes ? first + per_phase : w->lanes;
+            value_range range = range_of(w->addr + first, last - first);
+            int phase = (int)(first >> r->phase_shift);
+            lowest[phase] = range.lowest;
+            highest[phase] = range.highest;
+            used |= (uint32_t)1 << phase;
+        }
+    } else {
+        for (int64_t k = 0; k < w->lanes; k++) {
+            uint64_t a = w->addr[k];
+            int phase = (int)(lane_in_warp(w, k) >> r->phase_shift);
+            uint32_t bit = (uint32_t)1 << phase;
+            if (used & bit) {
+                lowest[phase] = a < lowest[phase] ? a : lowest[phase];
+                highest[phase] = a > highest[phase] ? a : highest[phase];
+            } else {
+                lowest[phase] = highest[phase] = a;
+                used |= bit;
+            }
+        }
+    }
+    int64_t phases = 0;
+    for (int phase = 0; phase < MAX_PHASES; phase++) {
+        if (!(used & ((uint32_t)1 << phase)))
+            continue;
+        if (last_unit(highest[phase], r->width, r->bank_shift) - (lowest[phase] >> r->bank_shift) >= BANKS)
+            return -1;
+        phases++;
+    }
+    return phases;
+}
+
+/* One phase of lanes that each touch one word at the same offset inside it, their addresses
+   between lowest and highest: words and addresses correspond one to one, so one tally gives the
+   wavefronts and the most lanes on one address. */
+static int64_t one_word_lanes(count_scratch *s, const warp_lanes *w, int shift, uint64_t lowest, uint64_t highest,
+                              int64_t *most)
+{
+    const uint64_t *a = w->addr;
+    int64_t m = w->lanes, worst = 0, repeats = 1;
+    uint64_t *direct = NULL;
+    int32_t per_bank[BANKS] = {0};
+    uint64_t first_word = lowest >> shift;
+    int ascending = 0;
+    if ((highest >> shift) - first_word >= DIRECT_SPAN || (direct = direct_begin(s)) == NULL) {
+        ascending = 1;
+        for (int64_t k = 1; k < m; k++)
+            ascending &= a[k] >= a[k - 1];
+    }
+    if (direct != NULL) {
+        for (int64_t k = 0; k < m; k++) {
+            uint64_t word = a[k] >> shift;
+            int64_t seen = direct_add(direct, s->direct_generation, word - first_word);
+            repeats = seen > repeats ? seen : repeats;
+            int32_t held = per_bank[word % BANKS] + (seen == 1);
+            per_bank[word % BANKS] = held;
+            worst = held > worst ? held : worst;
+        }
+    } else if (ascending) {
+        int64_t run = 1;
+        for (int64_t k = 0; k < m; k++) {
+            if (k > 0 && a[k] == a[k - 1]) {
+                run++;
+                repeats = run > repeats ? run : repeats;
+                continue;
+            }
+            run = 1;
+            int64_t held = ++per_bank[(a[k] >> shift) % BANKS];
+            worst = held > worst ? held : worst;
+        }
+    } else if (hash_begin(s)) {
+        for (int64_t k = 0; k < m; k++) {
+            uint64_t word = a[k] >> shift;
+            int64_t seen = hash_add(s, word);
+            repeats = seen > repeats ? seen : repeats;
+            int32_t held = per_bank[word % BANKS] + (seen == 1);
+            per_bank[word % BANKS] = held;
+            worst = held > worst ? held : worst;
+        }
+    }
+    *most = repeats;
+    return worst;
+}
+
+/* The one-word case of one_word_lanes in a single pass, for atomics (whose contention needs the
+   tally whatever the wavefronts) at offset 0 of their words: tallies in a window of DIRECT_SPAN
+   words centred on the first lane's. Returns -1, leaving *most, when some lane falls outside the
+   window or off the start of its word. */
+static int64_t one_word_lanes_in_window(count_scratch *s, const warp_lanes *w, const count_request *r,
+                                        int64_t *most)
+{
+    const uint64_t *a = w->addr;
+    int shift = r->bank_shift;
+    uint64_t mask = ((uint64_t)1 << shift) - 1, *direct;
+    if ((a[0] & mask) != 0 || r->width - 1 > mask || (direct = direct_begin(s)) == NULL)
+        return -1;
+    /* Lanes outside the window or off a word start leave bits outside `inside` in `reach`. */
+    uint64_t generation = s->direct_generation, base = a[0] - (uint64_t)(DIRECT_SPAN / 2) * (mask + 1);
+    uint64_t reach = 0, inside = (uint64_t)(DIRECT_SPAN - 1) << shift;
+    int64_t worst = 0, repeats = 1, per_bank[BANKS] = {0};
+    /* One lane: its word's tally (new words count in their bank), four lanes an iteration. */
+#define TALLY_LANE(address)                                                                        \
+    do {                                                                                           \
+        uint64_t offset = (address) - base, index = (offset >> shift) & (DIRECT_SPAN - 1);         \
+        reach |= offset;                                                                           \
+        uint64_t entry = direct[index];                                                            \
+        int64_t fresh = entry < generation;                                                        \
+        entry = (fresh ? generation : entry) + 1;                                                  \
+        direct[index] = entry;                                                                     \
+        repeats = (int64_t)(entry - generation) > repeats ? (int64_t)(entry - generation) : repeats; \
+        int64_t held = per_bank[((address) >> shift) % BANKS] + fresh;                             \
+        per_bank[((address) >> shift) % BANKS] = held;                                             \
+        worst = held > worst ? held : worst;                                                       \
+    } while (0)
+    int64_t k = 0;
+    for (; k + 3 < w->lanes; k += 4) {
+        uint64_t x0 = a[k], x1 = a[k + 1], x2 = a[k + 2], x3 = a[k + 3];
+        TALLY_LANE(x0);
+        TALLY_LANE(x1);
+        TALLY_LANE(x2);
+        TALLY_LANE(x3);
+    }
+    for (; k < w->lanes; k++)
+        TALLY_LANE(a[k]);
+#undef TALLY_LANE
+    if ((reach & ~inside) != 0)
+        return -1;
+    *most = repeats;
+    return worst;
+}
+
+/* Wavefronts of the warp from each lane's bank words, phase by phase. */
+static int64_t words_by_phase(const count_request *r, count_scratch *s, const warp_lanes *w)
+{
+    uint64_t bank_mask = ((uint64_t)1 << r->bank_shift) - 1;
+    const uint64_t *a = w->addr;
+    int64_t m = 0;
+    int phases_ascend = 1;
+    uint8_t previous_phase = 0;
+    for (int64_t k = 0; k < w->lanes; k++) {
+        uint8_t phase = (uint8_t)(lane_in_warp(w, k) >> r->phase_shift);
+        phases_ascend &= phase >= previous_phase;
+        previous_phase = phase;
+        uint64_t first = a[k] >> r->bank_shift, words = (((a[k] & bank_mask) + r->width - 1) >> r->bank_shift) + 1;
+        for (uint64_t word = 0; word < words; word++) {
+            s->values[m] = first + word;
+            s->phase[m] = phase;
+            m++;
+        }
+    }
+    const uint64_t *words = s->values;
+    int64_t ends[MAX_PHASES + 1] = {0};
+    if (phases_ascend) {
+        for (int64_t i = 0; i < m; i++)
+            ends[s->phase[i]] = i + 1;
+        for (int p = 1; p < MAX_PHASES; p++)
+            ends[p] = ends[p] > ends[p - 1] ? ends[p] : ends[p - 1];
+    } else {
+        /* Stable counting sort by phase. */
+        for (int64_t i = 0; i < m; i++)
+            ends[s->phase[i] + 1]++;
+        for (int p = 0; p < MAX_PHASES; p++)
+            ends[p + 1] += ends[p];
+        for (int64_t i = 0; i < m; i++)
+            s->regrouped[ends[s->phase[i]]++] = s->values[i];
+        words = s->regrouped;
+    }
+    /* Phase p now holds words [ends[p - 1], ends[p]). */
+    int64_t total = 0, begin = 0;
+    for (int p = 0; p < MAX_PHASES; p++) {
+        if (ends[p] > begin)
+            total += phase_wavefronts(s, words + begin, ends[p] - begin);
+        begin = ends[p];
+    }
+    return total;
+}
+
+/* Lowest and highest of k >= 1 addresses, two at a time. */
+static inline void lanes_between(const uint64_t *a, int64_t k, uint64_t *lowest, uint64_t *highest)
+{
+    uint64_t low = a[0], high = a[0];
+    for (int64_t i = k & 1; i < k; i += 2) {
+        uint64_t x = a[i], y = a[i + 1];
+        uint64_t small = x < y ? x : y, big = x < y ? y : x;
+        low = small < low ? small : low;
+        high = big > high ? big : high;
+    }
+    *lowest = low;
+    *highest = high;
+}
+
+/* Wavefronts of a one-phase warp whose words span 32 or more (lowest, highest: its addresses);
+   sets *most when it comes for free. */
+static int64_t conflicting_phase(const count_request *r, count_scratch *s, const warp_lanes *w, uint64_t lowest,
+                                 uint64_t highest, int64_t *most)
+{
+    uint64_t bank_mask = ((uint64_t)1 << r->bank_shift) - 1, differ = 0;
+    const uint64_t *a = w->addr;
+    for (int64_t k = 1; k < w->lanes; k++)
+        differ |= a[k] ^ a[0];
+    if ((differ & bank_mask) == 0 && (a[0] & bank_mask) + r->width - 1 <= bank_mask)
+        return one_word_lanes(s, w, r->bank_shift, lowest, highest, most);
+    return words_by_phase(r, s, w);
+}
+
+/* Wavefronts of the warp; sets *most (the most lanes on one address) when it comes for free. */
+static int64_t warp_wavefronts(const count_request *r, count_scratch *s, const warp_lanes *w, int want_most,
+                               int64_t *most)
+{
+    if (r->phase_shift == 5) {
+        int64_t tallied = want_most ? one_word_lanes_in_window(s, w, r, most) : -1;
+        if (tallied >= 0)
+            return tallied;
+        uint64_t lowest, highest;
+        lanes_between(w->addr, w->lanes, &lowest, &highest);
+        if (last_unit(highest, r->width, r->bank_shift) - (lowest >> r->bank_shift) < BANKS)
+            return 1;
+        return conflicting_phase(r, s, w, lowest, highest, most);
+    }
+    int64_t quick = conflict_free_phases(r, w);
+    return quick >= 0 ? quick : words_by_phase(r, s, w);
+}
+
+/* Distinct sectors of the k >= 1 ranges [a, a + width) (width <= 32). Contiguous ranges span
+   their sectors; otherwise, while every range is aligned to its width (and so lies in one
+   sector), they are counted in one pass if they ascend, else marked in a window of 128 sectors
+   around one of them when they all fall inside it; failing that, collected and marked. */
+static int64_t sectors_of(count_scratch *s, const uint64_t *a, int64_t k, uint64_t width)
+{
+    /* Steps below 32 bytes (so never down) leave no sector between the first and the last untouched. */
+    uint64_t steps = 0;
+    int64_t next = 1;
+    for (; next + 3 < k; next += 4)
+        steps |= (a[next] - a[next - 1]) | (a[next + 1] - a[next]) | (a[next + 2] - a[next + 1])
+            | (a[next + 3] - a[next + 2]);
+    for (; next < k; next++)
+        steps |= a[next] - a[next - 1];
+    if (steps < SECTOR_BYTES)
+        return (int64_t)(last_unit(a[k - 1], width, SECTOR_SHIFT) - (a[0] >> SECTOR_SHIFT)) + 1;
+    uint64_t address_bits = 0, previous = a[0] >> SECTOR_SHIFT;
+    int64_t distinct = 1, i = 0;
+    for (; i < k; i++) {
+        uint64_t sector = a[i] >> SECTOR_SHIFT;
+        if (sector < previous)
+            break;
+        distinct += sector != previous;
+        previous = sector;
+        address_bits |= a[i];
+    }
+    if (i == k && (address_bits & (width - 1)) == 0)
+        return distinct;
+    if (i < k) {
+        /* Sectors outside the window leave a bit at or above 128 in `outside`. */
+        uint64_t base = previous - 64, low = 0, high = 0, outside = 0;
+        address_bits = 0;
+        for (i = 0; i < k; i++) {
+            uint64_t offset = (a[i] >> SECTOR_SHIFT) - base, bit = (uint64_t)1 << (offset & 63);
+            outside |= offset;
+            low |= offset & 64 ? 0 : bit;
+            high |= offset & 64 ? bit : 0;
+            address_bits |= a[i];
+        }
+        if (outside < 128 && (address_bits & (width - 1)) == 0)
+            return bit_count(low) + bit_count(high);
+    }
+    int64_t m = 0;
+    value_range range = {UINT64_MAX, 0, 0};
+    for (i = 0; i < k; i++) {
+        uint64_t first = a[i] >> SECTOR_SHIFT, last = last_unit(a[i], width, SECTOR_SHIFT);
+        range.lowest = first < range.lowest ? first : range.lowest;
+        range.highest = last > range.highest ? last : range.highest;
+        s->values[m++] = first;
+        if (last != first)
+            s->values[m++] = last;
+    }
+    return distinct_in(s, s->values, m, range);
+}
+
+/* Local memory interleaves threads: 32-bit word j of lane l lives at byte (j * 32 + l) * 4. Each
+   lane's 32-bit pieces are laid out word by word, so that a warp reading one offset meets its
+   sectors in ascending order, and counted by sectors_of. */
+static int64_t local_sectors_of(count_scratch *s, const warp_lanes *w, uint64_t width)
+{
+    uint64_t words = width > LOCAL_WORD_BYTES ? width / LOCAL_WORD_BYTES : 1;
+    uint64_t piece = width < LOCAL_WORD_BYTES ? width : LOCAL_WORD_BYTES;
+    const uint64_t *a = w->addr;
+    /* Lanes at one aligned offset a: piece j of lane l lies in sector ((a >> 2) + j) * 4 + l / 8
+       (modulo 2**59), so the sectors are the words times the groups of 8 lanes that take part. */
+    int64_t same = 1;
+    while (same < w->lanes && a[same] == a[0])
+        same++;
+    if (same == w->lanes && (a[0] & (piece - 1)) == 0) {
+        if (w->threads == NULL)
+            return (int64_t)words * ((w->lanes + 7) / 8);
+        uint64_t groups = 0;
+        for (int64_t k = 0; k < w->lanes; k++)
+            groups |= (uint64_t)1 << ((w->threads[k] & (WARP_LANES - 1)) >> 3);
+        return (int64_t)words * bit_count(groups);
+    }
+    uint64_t *laid_out = s->regrouped;
+    int64_t m = 0;
+    for (uint64_t word = 0; word < words; word++) {
+        if (w->threads == NULL)
+            for (int64_t k = 0; k < w->lanes; k++)
+                laid_out[m++] = (((a[k] >> 2) + word) * WARP_LANES + (uint64_t)k) * LOCAL_WORD_BYTES + (a[k] & 3);
+        else
+            for (int64_t k = 0; k < w->lanes; k++)
+                laid_out[m++] = (((a[k] >> 2) + word) * WARP_LANES + (uint64_t)(w->threads[k] & (WARP_LANES - 1)))
+                    * LOCAL_WORD_BYTES + (a[k] & 3);
+    }
+    return sectors_of(s, laid_out, m, piece);
+}
+
+/* The warp's count; sets *most when the count yields it on the way (or wants it, want_most). */
+static int64_t warp_count(const count_request *r, count_scratch *s, const warp_lanes *w, int want_most,
+                          int64_t *most)
+{
+    switch (r->what) {
+    case GM_COUNT_SHARED_WAVEFRONTS: return warp_wavefronts(r, s, w, want_most, most);
+    case GM_COUNT_GLOBAL_SECTORS: return sectors_of(s, w->addr, w->lanes, r->width);
+    case GM_COUNT_LOCAL_SECTORS: return local_sectors_of(s, w, r->width);
+    case GM_COUNT_DISTINCT_ADDRESSES: return distinct_values(s, w->addr, w->lanes);
+    default: return *most = most_repeated(s, w->addr, w->lanes);
+    }
+}
+
+/* What the warp's lanes would cost at best: a wavefront per phase with lanes, the sectors of
+   lanes * width contiguous bytes (local: of each 32-bit piece), one address. */
+static int64_t warp_ideal(const count_request *r, const warp_lanes *w)
+{
+    if (r->what == GM_COUNT_SHARED_WAVEFRONTS) {
+        if (w->threads == NULL)
+            return (w->lanes + ((int64_t)1 << r->phase_shift) - 1) >> r->phase_shift;
+        uint64_t used = 0;
+        for (int64_t k = 0; k < w->lanes; k++)
+            used |= (uint64_t)1 << (lane_in_warp(w, k) >> r->phase_shift);
+        return bit_count(used);
+    }
+    if (r->what == GM_COUNT_GLOBAL_SECTORS)
+        return (w->lanes * (int64_t)r->width + SECTOR_BYTES - 1) / SECTOR_BYTES;
+    if (r->what == GM_COUNT_LOCAL_SECTORS) {
+        int64_t words = r->width > LOCAL_WORD_BYTES ? (int64_t)r->width / LOCAL_WORD_BYTES : 1;
+        int64_t piece = r->width > LOCAL_WORD_BYTES ? LOCAL_WORD_BYTES : (int64_t)r->width;
+        return words * ((w->lanes * piece + SECTOR_BYTES - 1) / SECTOR_BYTES);
+    }
+    return 1;
 }
 
 /* Stable merge sort of lane indices by warp. */
@@ -655,160 +1303,330 @@ static void sort_lanes_by_warp(int64_t *lanes, int64_t *scratch, const int64_t *
     }
 }
 
-static int64_t count_warp(int what, const count_entry *entries, int64_t m)
+static int log2_of(int64_t power_of_two)
 {
-    int64_t total = 0;
-    if (what == GM_COUNT_MAX_SAME_ADDRESS) {
-        int64_t run = 0;
-        for (int64_t i = 0; i < m; i++) {
-            run = (i > 0 && entries[i].value == entries[i - 1].value) ? run + 1 : 1;
-            if (run > total)
-                total = run;
-        }
-        return total;
-    }
-    if (what != GM_COUNT_SHARED_WAVEFRONTS) {
-        for (int64_t i = 0; i < m; i++)
-            total += i == 0 || entries[i].value != entries[i - 1].value;
-        return total;
-    }
-    /* group = phase * 32 + bank: distinct words per bank, worst bank per phase, phases summed. */
-    int64_t bank_words = 0, phase_worst = 0;
-    for (int64_t i = 0; i < m; i++) {
-        int new_group = i == 0 || entries[i].group != entries[i - 1].group;
-        int new_phase = i == 0 || (entries[i].group >> 5) != (entries[i - 1].group >> 5);
-        if (new_phase) {
-            total += phase_worst;
-            phase_worst = 0;
-        }
-        if (new_group)
-            bank_words = 0;
-        if (new_group || entries[i].value != entries[i - 1].value)
-            bank_words++;
-        if (bank_words > phase_worst)
-            phase_worst = bank_words;
-    }
-    return total + phase_worst;
+    int shift = 0;
+    while ((1ll << shift) < power_of_two)
+        shift++;
+    return shift;
 }
 
-int64_t gm_count(int what, const uint64_t *addr, const int64_t *threads, int64_t n, int width,
-                 int bank_bytes, int64_t *warps_out, int64_t *counts_out, int64_t out_cap)
+/* Where gm_count puts each warp's results. */
+typedef struct {
+    int64_t *warps;
+    int64_t *counts;
+    int64_t *most;
+    int64_t cap;
+    gm_count_totals sums;
+} count_output;
+
+static inline int record_warp(count_output *out, int64_t warp, int64_t count, int64_t ideal, int64_t most)
 {
-    if (what < GM_COUNT_SHARED_WAVEFRONTS || what > GM_COUNT_MAX_SAME_ADDRESS || n < 0 || !valid_width(width))
+    if (out->warps != NULL) {
+        if (out->sums.warps >= out->cap)
+            return 0;
+        out->warps[out->sums.warps] = warp;
+        out->counts[out->sums.warps] = count;
+        if (out->most != NULL)
+            out->most[out->sums.warps] = most;
+    }
+    out->sums.warps++;
+    out->sums.count += count;
+    out->sums.ideal += ideal;
+    out->sums.most += most;
+    out->sums.most_max = most > out->sums.most_max ? most : out->sums.most_max;
+    return 1;
+}
+
+/* Every lane at address a: each warp's counts follow from how many of its lanes there are and
+   which phases (shared) or groups of 8 lanes (local) they fall in. Returns 1 when done, 0 when the
+   general path must count (threads not grouped by warp, or local pieces off their alignment), or
+   GM_BAD_ARGUMENT. */
+static int count_one_address(const count_request *r, uint64_t a, const int64_t *threads, int64_t n,
+                             int with_most, count_output *out)
+{
+    uint64_t words = r->width > LOCAL_WORD_BYTES ? r->width / LOCAL_WORD_BYTES : 1;
+    uint64_t piece = r->width < LOCAL_WORD_BYTES ? r->width : LOCAL_WORD_BYTES;
+    if (r->what == GM_COUNT_LOCAL_SECTORS && (a & (piece - 1)) != 0)
+        return 0;
+    int group_shift = r->what == GM_COUNT_SHARED_WAVEFRONTS ? r->phase_shift : 3;
+    uint64_t thread_bits = 0;
+    for (int64_t start = 0; start < n;) {
+        int64_t warp = (threads ? threads[start] : start) >> 5, end = start;
+        uint64_t groups = 0;
+        if (threads == NULL) {
+            end = start + WARP_LANES < n ? start + WARP_LANES : n;
+            groups = ((uint64_t)1 << (((end - start - 1) >> group_shift) + 1)) - 1;
+        } else {
+            for (; end < n && threads[end] >> 5 == warp; end++) {
+                thread_bits |= (uint64_t)threads[end];
+                groups |= (uint64_t)1 << ((threads[end] & (WARP_LANES - 1)) >> group_shift);
+            }
+            if (end < n && threads[end] >> 5 < warp)
+                return 0;
+        }
+        int64_t lanes = end - start, count, ideal;
+        switch (r->what) {
+        case GM_COUNT_SHARED_WAVEFRONTS:
+            /* One lane's words, at most 16 consecutive ones, fall in distinct banks. */
+            count = ideal = bit_count(groups);
+            break;
+        case GM_COUNT_GLOBAL_SECTORS:
+            count = (int64_t)(last_unit(a, r->width, SECTOR_SHIFT) - (a >> SECTOR_SHIFT)) + 1;
+            ideal = (lanes * (int64_t)r->width + SECTOR_BYTES - 1) / SECTOR_BYTES;
+            break;
+        case GM_COUNT_LOCAL_SECTORS:
+            /* Piece j of lane l lies in sector ((a >> 2) + j) * 4 + l / 8 (modulo 2**59). */
+            count = (int64_t)words * bit_count(groups);
+            ideal = (int64_t)words * ((lanes * (int64_t)piece + SECTOR_BYTES - 1) / SECTOR_BYTES);
+            break;
+        case GM_COUNT_DISTINCT_ADDRESSES:
+            count = ideal = 1;
+            break;
+        default:
+            count = lanes;
+            ideal = 1;
+        }
+        if (!record_warp(out, warp, count, ideal, with_most ? lanes : 0))
+            return GM_BAD_ARGUMENT;
+        start = end;
+    }
+    return thread_bits >= (uint64_t)THREAD_LIMIT ? GM_BAD_ARGUMENT : 1;
+}
+
+/* Totals of a call whose lanes are threads 0..n-1 (whole warps of 32 in order), when no per-warp
+   results are wanted, without the general loop's per-warp bookkeeping; one-phase shared warps
+   without bank conflicts are counted inline. */
+static int count_convergent(const count_request *r, const uint64_t *addr, int64_t n, int with_most,
+                            count_scratch *s, gm_count_totals *sums)
+{
+    if (!scratch_reserve(s, WARP_LANES))
+        return 0;
+    if (r->what == GM_COUNT_GLOBAL_SECTORS && !with_most) {
+        /* Steps below 32 bytes all through the call: every warp spans its sectors. */
+        uint64_t steps = 0;
+        int64_t next = 1;
+        for (; next + 3 < n; next += 4)
+            steps |= (addr[next] - addr[next - 1]) | (addr[next + 1] - addr[next])
+                | (addr[next + 2] - addr[next + 1]) | (addr[next + 3] - addr[next + 2]);
+        for (; next < n; next++)
+            steps |= addr[next] - addr[next - 1];
+        if (steps < SECTOR_BYTES) {
+            for (int64_t start = 0; start < n; start += WARP_LANES) {
+                int64_t lanes = n - start < WARP_LANES ? n - start : WARP_LANES;
+                sums->warps++;
+                sums->count += (int64_t)(last_unit(addr[start + lanes - 1], r->width, SECTOR_SHIFT)
+                                         - (addr[start] >> SECTOR_SHIFT)) + 1;
+                sums->ideal += (lanes * (int64_t)r->width + SECTOR_BYTES - 1) / SECTOR_BYTES;
+            }
+            return 1;
+        }
+    }
+    int one_phase = r->what == GM_COUNT_SHARED_WAVEFRONTS && r->phase_shift == 5;
+    for (int64_t start = 0; start < n; start += WARP_LANES) {
+        const uint64_t *a = addr + start;
+        int64_t lanes = n - start < WARP_LANES ? n - start : WARP_LANES, count = -1, most = -1;
+        warp_lanes w = {a, NULL, lanes};
+        if (one_phase) {
+            if (with_most)
+                count = one_word_lanes_in_window(s, &w, r, &most);
+            if (count < 0) {
+                uint64_t lowest, highest;
+                lanes_between(a, lanes, &lowest, &highest);
+                count = last_unit(highest, r->width, r->bank_shift) - (lowest >> r->bank_shift) < BANKS ? 1
+                    : conflicting_phase(r, s, &w, lowest, highest, &most);
+            }
+        } else if (r->what == GM_COUNT_GLOBAL_SECTORS) {
+            count = sectors_of(s, a, lanes, r->width);
+        } else {
+            count = warp_count(r, s, &w, with_most, &most);
+        }
+        if (!with_most)
+            most = 0;
+        else if (most < 0)
+            most = most_repeated(s, a, lanes);
+        if (s->failed)
+            return 0;
+        sums->warps++;
+        sums->count += count;
+        sums->ideal += warp_ideal(r, &w);
+        sums->most += most;
+        sums->most_max = most > sums->most_max ? most : sums->most_max;
+    }
+    return 1;
+}
+
+int64_t gm_count(int what, const uint64_t *addr, const int64_t *threads, int64_t n, int width, int bank_bytes,
+                 int with_most, int64_t *warps_out, int64_t *counts_out, int64_t *most_out, int64_t out_cap,
+                 gm_count_totals *totals)
+{
+    if (what < GM_COUNT_SHARED_WAVEFRONTS || what > GM_COUNT_LOCAL_SECTORS || n < 0 || !valid_width(width))
         return GM_BAD_ARGUMENT;
     if (bank_bytes < 1 || bank_bytes > 16 || (bank_bytes & (bank_bytes - 1)) != 0)
         return GM_BAD_ARGUMENT;
+    if ((warps_out == NULL) != (counts_out == NULL) || (most_out != NULL && (warps_out == NULL || !with_most)))
+        return GM_BAD_ARGUMENT;
+    if (n > 0 && (addr == NULL || (warps_out != NULL && out_cap < 0)))
+        return GM_BAD_ARGUMENT;
+    if (n >= THREAD_LIMIT || n > INT64_MAX / VALUES_PER_LANE / (int64_t)sizeof(uint64_t))
+        return GM_BAD_ARGUMENT;
+    if (totals != NULL)
+        memset(totals, 0, sizeof *totals);
     if (n == 0)
         return 0;
-    if (addr == NULL || warps_out == NULL || counts_out == NULL || out_cap < 0)
-        return GM_BAD_ARGUMENT;
-    if (n > INT64_MAX / 16 / (int64_t)sizeof(count_entry))
-        return GM_BAD_ARGUMENT;
 
-    int sorted = 1;
-    int64_t previous_warp = 0;
-    for (int64_t lane = 0; lane < n; lane++) {
-        int64_t thread = threads ? threads[lane] : lane;
-        if (thread < 0)
+    int64_t lanes_per_phase = WARP_LANES * (int64_t)bank_bytes / width;
+    count_request request = {
+        .what = what, .width = (uint64_t)width, .bank_shift = log2_of(bank_bytes),
+        .phase_shift = log2_of(lanes_per_phase < WARP_LANES ? lanes_per_phase : WARP_LANES),
+    };
+    count_output out = {warps_out, counts_out, most_out, out_cap, {0, 0, 0, 0, 0}};
+    int64_t same = 1;
+    while (same < n && addr[same] == addr[0])
+        same++;
+    if (same == n) {
+        int done = count_one_address(&request, addr[0], threads, n, with_most, &out);
+        if (done == GM_BAD_ARGUMENT)
             return GM_BAD_ARGUMENT;
-        if ((thread >> 5) < previous_warp)
-            sorted = 0;
-        previous_warp = thread >> 5;
+        if (done) {
+            if (totals != NULL)
+                *totals = out.sums;
+            return out.sums.warps;
+        }
+        memset(&out.sums, 0, sizeof out.sums);
     }
 
-    /* Lanes arrive grouped by warp almost always; only otherwise is an ordering built. */
-    int64_t *warp = NULL, *lanes = NULL, *scratch = NULL;
-    count_entry *entries = NULL;
-    int64_t capacity = 0, result = 0;
-    if (!sorted) {
-        warp = malloc((size_t)n * sizeof *warp);
-        lanes = malloc((size_t)n * sizeof *lanes);
-        scratch = malloc((size_t)n * sizeof *scratch);
-        if (warp == NULL || lanes == NULL || scratch == NULL) {
-            result = GM_BAD_ARGUMENT;
-            goto done;
-        }
+    if (threads == NULL && warps_out == NULL) {
+        kept_scratch.failed = 0;
+        if (!count_convergent(&request, addr, n, with_most, &kept_scratch, &out.sums))
+            return GM_BAD_ARGUMENT;
+        if (totals != NULL)
+            *totals = out.sums;
+        return out.sums.warps;
+    }
+
+    int grouped = 1;
+    if (threads != NULL) {
+        /* A negative thread or one of 2**48 or more sets a bit from 48 up in thread_bits. */
+        uint64_t thread_bits = 0;
+        int64_t previous_warp = 0;
         for (int64_t lane = 0; lane < n; lane++) {
-            warp[lane] = (threads ? threads[lane] : lane) >> 5;
-            lanes[lane] = lane;
+            int64_t warp_of_lane = threads[lane] >> 5;
+            thread_bits |= (uint64_t)threads[lane];
+            grouped &= warp_of_lane >= previous_warp;
+            previous_warp = warp_of_lane;
         }
-        sort_lanes_by_warp(lanes, scratch, warp, n);
+        if (thread_bits >= (uint64_t)THREAD_LIMIT)
+            return GM_BAD_ARGUMENT;
     }
 
-    int bank_shift = 0, phase_shift = 0;
-    while ((1 << bank_shift) < bank_bytes)
-        bank_shift++;
-    int64_t lanes_per_phase = 32 * bank_bytes / width;
-    if (lanes_per_phase > 32)
-        lanes_per_phase = 32;
-    while ((1 << phase_shift) < lanes_per_phase)
-        phase_shift++;
-    uint64_t bank_mask = (uint64_t)bank_bytes - 1;
-    int64_t written = 0;
-    for (int64_t start = 0; start < n;) {
-        int64_t first_lane = sorted ? start : lanes[start];
-        int64_t this_warp = (threads ? threads[first_lane] : first_lane) >> 5;
-        int64_t end = start + 1;
-        while (end < n) {
-            int64_t lane = sorted ? end : lanes[end];
-            if (((threads ? threads[lane] : lane) >> 5) != this_warp)
-                break;
-            end++;
-        }
-        int64_t need = (end - start) * 16;
-        if (need > capacity) {
-            count_entry *grown = realloc(entries, (size_t)need * sizeof *entries);
-            if (grown == NULL) {
-                result = GM_BAD_ARGUMENT;
-                goto done;
-            }
-            entries = grown;
-            capacity = need;
-        }
-        int64_t m = 0;
-        for (int64_t k = start; k < end; k++) {
-            int64_t lane = sorted ? k : lanes[k];
-            uint64_t a = addr[lane];
-            int64_t thread = threads ? threads[lane] : lane;
-            if (what == GM_COUNT_SHARED_WAVEFRONTS) {
-                uint64_t phase = (uint64_t)(thread & 31) >> phase_shift;
-                uint64_t first = a >> bank_shift;
-                uint64_t words = (((a & bank_mask) + (uint64_t)width - 1) >> bank_shift) + 1;
-                for (uint64_t w = 0; w < words; w++) {
-                    uint64_t word = first + w;
-                    entries[m].group = phase * 32 + (word & 31);
-                    entries[m].value = word;
-                    m++;
-                }
-            } else if (what == GM_COUNT_GLOBAL_SECTORS) {
-                uint64_t first = a >> 5;
-                uint64_t sectors = (((a & 31) + (uint64_t)width - 1) >> 5) + 1;
-                for (uint64_t s = 0; s < sectors; s++) {
-                    entries[m].group = 0;
-                    entries[m].value = first + s;
-                    m++;
-                }
-            } else {
-                entries[m].group = 0;
-                entries[m].value = a;
-                m++;
-            }
-        }
-        sort_entries(entries, m);
-        if (written >= out_cap) {
-            result = GM_BAD_ARGUMENT;
+    int64_t *warp = NULL, *order = NULL, *merge_scratch = NULL;
+    count_scratch *scratch = &kept_scratch;
+    scratch->failed = 0;
+    int64_t result = GM_BAD_ARGUMENT;
+    if (!grouped) {
+        warp = malloc((size_t)n * sizeof *warp);
+        order = malloc((size_t)n * sizeof *order);
+        merge_scratch = malloc((size_t)n * sizeof *merge_scratch);
+        if (warp == NULL || order == NULL || merge_scratch == NULL)
             goto done;
+        for (int64_t lane = 0; lane < n; lane++) {
+            warp[lane] = threads[lane] >> 5;
+            order[lane] = lane;
         }
-        warps_out[written] = this_warp;
-        counts_out[written] = count_warp(what, entries, m);
-        written++;
+        sort_lanes_by_warp(order, merge_scratch, warp, n);
+    }
+
+    for (int64_t start = 0; start < n;) {
+        int64_t this_warp, end;
+        if (threads == NULL) {
+            this_warp = start / WARP_LANES;
+            end = start + WARP_LANES < n ? start + WARP_LANES : n;
+        } else if (order == NULL) {
+            this_warp = threads[start] >> 5;
+            for (end = start + 1; end < n && threads[end] >> 5 == this_warp; end++)
+                ;
+        } else {
+            this_warp = threads[order[start]] >> 5;
+            for (end = start + 1; end < n && threads[order[end]] >> 5 == this_warp; end++)
+                ;
+        }
+        /* Per-bank tallies are 32-bit. */
+        if (end - start > INT32_MAX / VALUES_PER_LANE || !scratch_reserve(scratch, end - start))
+            goto done;
+        warp_lanes lanes = {addr + start, threads ? threads + start : NULL, end - start};
+        if (order != NULL) {
+            for (int64_t k = start; k < end; k++) {
+                scratch->lane_addr[k - start] = addr[order[k]];
+                scratch->lane_threads[k - start] = threads[order[k]];
+            }
+            lanes.addr = scratch->lane_addr;
+            lanes.threads = scratch->lane_threads;
+        }
+        int64_t most = -1;
+        int64_t count = warp_count(&request, scratch, &lanes, with_most, &most);
+        if (!with_most)
+            most = 0;
+        else if (most < 0)
+            most = most_repeated(scratch, lanes.addr, lanes.lanes);
+        if (scratch->failed || !record_warp(&out, this_warp, count, warp_ideal(&request, &lanes), most))
+            goto done;
         start = end;
     }
-    result = written;
+    if (totals != NULL)
+        *totals = out.sums;
+    result = out.sums.warps;
 done:
     free(warp);
-    free(lanes);
-    free(scratch);
-    free(entries);
+    free(order);
+    free(merge_scratch);
+    if (scratch->capacity > KEPT_VALUES) {
+        scratch_free(scratch);
+        memset(scratch, 0, sizeof *scratch);
+    }
     return result;
+}
+
+int64_t gm_count_split_warps(const uint8_t *flags, int64_t flag_count, const int64_t *threads, int64_t n)
+{
+    if (flag_count < 0 || n < 0 || (threads == NULL && n > flag_count) || (n > 0 && flags == NULL))
+        return GM_BAD_ARGUMENT;
+    /* seen collects 1 << flag over a warp's lanes: 3 when both values occur. */
+    int64_t split = 0, warp = 0;
+    unsigned seen = 0;
+    if (threads == NULL) {
+        for (int64_t lane = 0; lane < n; lane++) {
+            if ((lane & (WARP_LANES - 1)) == 0) {
+                split += seen == 3;
+                seen = 0;
+            }
+            seen |= 1u << (flags[lane] != 0);
+        }
+        return split + (seen == 3);
+    }
+    int grouped = 1;
+    for (int64_t lane = 0; lane < n; lane++) {
+        int64_t thread = threads[lane];
+        if (thread < 0 || thread >= flag_count)
+            return GM_BAD_ARGUMENT;
+        if (lane == 0 || thread >> 5 != warp) {
+            grouped &= lane == 0 || thread >> 5 > warp;
+            split += seen == 3;
+            seen = 0;
+            warp = thread >> 5;
+        }
+        seen |= 1u << (flags[thread] != 0);
+    }
+    if (grouped)
+        return split + (seen == 3);
+    /* Lanes out of warp order: count each warp's distinct flags. */
+    uint64_t *values = malloc((size_t)n * sizeof *values);
+    if (values == NULL)
+        return GM_BAD_ARGUMENT;
+    for (int64_t lane = 0; lane < n; lane++)
+        values[lane] = flags[threads[lane]] != 0;
+    gm_count_totals totals;
+    int64_t warps = gm_count(GM_COUNT_DISTINCT_ADDRESSES, values, threads, n, 1, 4, 0, NULL, NULL, NULL, 0, &totals);
+    free(values);
+    return warps < 0 ? GM_BAD_ARGUMENT : totals.count - totals.warps;
 }

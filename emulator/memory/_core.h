@@ -59,6 +59,7 @@
 #define GM_COUNT_GLOBAL_SECTORS 1
 #define GM_COUNT_DISTINCT_ADDRESSES 2
 #define GM_COUNT_MAX_SAME_ADDRESS 3
+#define GM_COUNT_LOCAL_SECTORS 4
 
 typedef struct {
     /* Global arena and its allocation table, sorted by start address. */
@@ -108,7 +109,29 @@ int gm_atomic(const gm_memory *mem, int space, int op, int type, const uint64_t 
               const int64_t *threads, int64_t n, const uint8_t *a, const uint8_t *b,
               uint64_t operand_len, uint8_t *old, uint64_t old_len, gm_fault *fault);
 
-int64_t gm_count(int what, const uint64_t *addr, const int64_t *threads, int64_t n, int width,
-                 int bank_bytes, int64_t *warps_out, int64_t *counts_out, int64_t out_cap);
+/* Sums over the warps of one gm_count call: warps, their counts, what the same lanes would cost at
+   best (one wavefront per phase with lanes; the sectors of lanes * width contiguous bytes, local:
+   of each 32-bit piece; one address), and the most lanes on one address (summed, and the largest). */
+typedef struct {
+    int64_t warps;
+    int64_t count;
+    int64_t ideal;
+    int64_t most;
+    int64_t most_max;
+} gm_count_totals;
+
+/* Per warp (lanes grouped by thread / 32, warps in ascending order): the count `what` of its lanes'
+   [addr, addr + width) accesses and, with with_most, the most lanes on one address. Local sectors
+   are counted on the interleaved layout (32-bit word w of lane l at byte (w * 32 + l) * 4).
+   warps_out and counts_out (and most_out) may be NULL when only totals are wanted; totals may be
+   NULL. Returns the number of warps, or GM_BAD_ARGUMENT (also for a thread outside [0, 2**48)). */
+int64_t gm_count(int what, const uint64_t *addr, const int64_t *threads, int64_t n, int width, int bank_bytes,
+                 int with_most, int64_t *warps_out, int64_t *counts_out, int64_t *most_out, int64_t out_cap,
+                 gm_count_totals *totals);
+
+/* Warps (lanes grouped by thread / 32) whose lanes' flags are not all zero or all non-zero, as a
+   divergent branch splits them. flags holds one flag per thread; the lanes are threads[0..n) or,
+   when threads is NULL, threads 0..n-1. GM_BAD_ARGUMENT for a thread outside [0, flag_count). */
+int64_t gm_count_split_warps(const uint8_t *flags, int64_t flag_count, const int64_t *threads, int64_t n);
 
 #endif

@@ -7,7 +7,8 @@ from . import fallback
 from .spaces import (ACCESS_WIDTHS, ATOMIC_DTYPES, ATOMIC_OPS, ATOMIC_OPS_BY_TYPE, ATOMIC_TYPES,
                      COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD, FAULT_KINDS, LOCAL_WINDOW,
                      NULL_LIMIT, SHARED_WINDOW, SPACE_CODES, SPACE_NAMES, WINDOW_SIZE,
-                     ARENA_ALIGN, Allocation, DeviceFault, GlobalHeap, Layout, align_up)
+                     ARENA_ALIGN, Allocation, DeviceFault, GlobalHeap, Layout, RequestTotals, align_up,
+                     check_thread_range)
 
 try:
     from . import _gpuemu_core
@@ -15,7 +16,6 @@ except ImportError:
     _gpuemu_core = None
 
 BACKENDS = ("auto", "c", "numpy")
-MAX_THREAD_INDEX = 1 << 48
 
 
 class CCore:
@@ -107,12 +107,37 @@ class CCore:
         n = addr.size
         warps = np.empty(n, dtype=np.int64)
         counts = np.empty(n, dtype=np.int64)
-        written = self._lib.gm_count(what, ffi.from_buffer("uint64_t[]", addr), self._threads(threads), n,
-                                     width, bank_bytes, ffi.from_buffer("int64_t[]", warps, require_writable=True),
-                                     ffi.from_buffer("int64_t[]", counts, require_writable=True), n)
+        written = self._lib.gm_count(what, ffi.from_buffer("uint64_t[]", addr), self._threads(threads), n, width,
+                                     bank_bytes, 0, ffi.from_buffer("int64_t[]", warps, require_writable=True),
+                                     ffi.from_buffer("int64_t[]", counts, require_writable=True), ffi.NULL, n,
+                                     ffi.NULL)
         if written < 0:
-            raise RuntimeError("the C memory core rejected its counting arguments")
+            self._count_failed(threads)
         return warps[:written].copy(), counts[:written].copy()
+
+    def totals(self, what: int, addr, threads, width: int, bank_bytes: int, contention: bool) -> RequestTotals:
+        ffi = self._ffi
+        totals = ffi.new("gm_count_totals *")
+        lanes = ffi.NULL if threads is None else ffi.from_buffer("int64_t[]", threads)
+        written = self._lib.gm_count(what, ffi.from_buffer("uint64_t[]", addr), lanes, addr.size, width, bank_bytes,
+                                     1 if contention else 0, ffi.NULL, ffi.NULL, ffi.NULL, 0, totals)
+        if written < 0:
+            self._count_failed(threads)
+        return RequestTotals(totals.warps, totals.count, totals.ideal, totals.most, totals.most_max)
+
+    def split_warps(self, flags, threads) -> int:
+        ffi = self._ffi
+        n = flags.size if threads is None else threads.size
+        split = self._lib.gm_count_split_warps(ffi.from_buffer("uint8_t[]", flags), flags.size,
+                                               self._threads(threads), n)
+        if split < 0:
+            raise ValueError(f"thread indices must lie in [0, {flags.size})")
+        return split
+
+    @staticmethod
+    def _count_failed(threads):
+        check_thread_range(threads)
+        raise RuntimeError("the C memory core rejected its counting arguments")
 
 
 _CORES: dict[str, object] = {}
@@ -136,14 +161,19 @@ def get_core(backend: str | None = "auto"):
     return _CORES[backend]
 
 
-def _lanes(addr, threads) -> tuple[np.ndarray, np.ndarray | None]:
-    addr = np.ascontiguousarray(np.asarray(addr).reshape(-1).astype(np.uint64, copy=False))
+def _thread_indices(threads, n: int) -> np.ndarray | None:
     if threads is None:
-        return addr, None
+        return None
     threads = np.ascontiguousarray(np.asarray(threads).reshape(-1).astype(np.int64, copy=False))
-    if threads.size != addr.size:
-        raise ValueError(f"{threads.size} thread indices for {addr.size} addresses")
-    return addr, threads
+    if threads.size != n:
+        raise ValueError(f"{threads.size} thread indices for {n} lanes")
+    return threads
+
+
+def _lanes(addr, threads) -> tuple[np.ndarray, np.ndarray | None]:
+    if not (type(addr) is np.ndarray and addr.dtype == np.uint64 and addr.ndim == 1 and addr.flags.c_contiguous):
+        addr = np.ascontiguousarray(np.asarray(addr).reshape(-1).astype(np.uint64, copy=False))
+    return addr, _thread_indices(threads, addr.size)
 
 
 def _check_width(width: int) -> int:
@@ -152,14 +182,17 @@ def _check_width(width: int) -> int:
     return int(width)
 
 
-def _counting(what: str, addr, threads, width: int, bank_bytes: int, backend):
+def _count_arguments(addr, threads, width: int, bank_bytes: int):
     addr, threads = _lanes(addr, threads)
     width = _check_width(width)
     if bank_bytes not in (1, 2, 4, 8, 16):
         raise ValueError(f"bank_bytes must be a power of two from 1 to 16, not {bank_bytes}")
-    if threads is not None and threads.size and (threads.min() < 0 or threads.max() >= MAX_THREAD_INDEX):
-        raise ValueError("thread indices must lie in [0, 2**48)")
-    return get_core(backend).count(COUNT_CODES[what], addr, threads, width, int(bank_bytes))
+    return addr, threads, width, int(bank_bytes)
+
+
+def _counting(what: str, addr, threads, width: int, bank_bytes: int, backend):
+    addr, threads, width, bank_bytes = _count_arguments(addr, threads, width, bank_bytes)
+    return get_core(backend).count(COUNT_CODES[what], addr, threads, width, bank_bytes)
 
 
 def shared_wavefronts(addr, threads, width: int, bank_bytes: int = 4, *, backend: str | None = None):
@@ -172,6 +205,12 @@ def global_sectors(addr, threads, width: int, *, backend: str | None = None):
     return _counting("global_sectors", addr, threads, width, 4, backend)
 
 
+def local_sectors(addr, threads, width: int, *, backend: str | None = None):
+    """Per warp: distinct 32-byte sectors of local accesses as the hardware interleaves them
+    (32-bit word w of lane l at byte (w * 32 + l) * 4; see fallback.interleaved_local)."""
+    return _counting("local_sectors", addr, threads, width, 4, backend)
+
+
 def distinct_addresses(addr, threads, *, backend: str | None = None):
     """Per warp: number of distinct addresses (constant-cache serialisation)."""
     return _counting("distinct_addresses", addr, threads, 1, 4, backend)
@@ -180,6 +219,41 @@ def distinct_addresses(addr, threads, *, backend: str | None = None):
 def max_same_address(addr, threads, *, backend: str | None = None):
     """Per warp: the most lanes on one address (atomic contention)."""
     return _counting("max_same_address", addr, threads, 1, 4, backend)
+
+
+def request_totals(what: str, addr, threads, width: int, bank_bytes: int = 4, *, contention: bool = False,
+                   backend: str | None = None) -> RequestTotals:
+    """One counting call (what: a COUNT_CODES name) summed over its warps, with atomic contention
+    (the most lanes on one address per warp) from the same call when asked."""
+    return _request_totals(get_core(backend), what, addr, threads, width, bank_bytes, contention)
+
+
+def _request_totals(core, what: str, addr, threads, width: int, bank_bytes: int, contention: bool) -> RequestTotals:
+    code = COUNT_CODES.get(what)
+    if code is None:
+        raise ValueError(f"what must be one of {tuple(COUNT_CODES)}, not {what!r}")
+    # arrays already in the core's layout (every --stats request) skip _count_arguments' conversions
+    if not (type(addr) is np.ndarray and addr.dtype == np.uint64 and addr.ndim == 1 and addr.flags.c_contiguous
+            and (threads is None or (type(threads) is np.ndarray and threads.dtype == np.int64 and threads.ndim == 1
+                                     and threads.flags.c_contiguous and threads.size == addr.size))
+            and width in ACCESS_WIDTHS and bank_bytes in (1, 2, 4, 8, 16)):
+        addr, threads, width, bank_bytes = _count_arguments(addr, threads, width, bank_bytes)
+    return core.totals(code, addr, threads, width, bank_bytes, contention)
+
+
+def split_warps(flags, threads, *, backend: str | None = None) -> int:
+    """Warps whose lanes' flags (a divergent branch's outcomes) are not all equal; flags holds one
+    flag per thread, and the lanes are `threads` (None: every thread)."""
+    return _split_warps(get_core(backend), flags, threads)
+
+
+def _split_warps(core, flags, threads) -> int:
+    if not (type(flags) is np.ndarray and flags.dtype == np.bool_ and flags.ndim == 1 and flags.flags.c_contiguous):
+        flags = np.ascontiguousarray(np.asarray(flags, dtype=bool).reshape(-1))
+    if threads is not None and not (type(threads) is np.ndarray and threads.dtype == np.int64
+                                    and threads.ndim == 1 and threads.flags.c_contiguous):
+        threads = np.ascontiguousarray(np.asarray(threads).reshape(-1).astype(np.int64, copy=False))
+    return core.split_warps(flags.view(np.uint8), threads)
 
 
 def _operand(value, dtype, n: int, role: str) -> np.ndarray:
@@ -319,6 +393,16 @@ class Memory:
 
     def max_same_address(self, addr, threads):
         return max_same_address(addr, threads, backend=self.backend)
+
+    def local_sectors(self, addr, threads, width: int):
+        return local_sectors(addr, threads, width, backend=self.backend)
+
+    def request_totals(self, what: str, addr, threads, width: int, bank_bytes: int = 4, *,
+                       contention: bool = False) -> RequestTotals:
+        return _request_totals(self._core, what, addr, threads, width, bank_bytes, contention)
+
+    def split_warps(self, flags, threads) -> int:
+        return _split_warps(self._core, flags, threads)
 
     # ---- internals ----
     @staticmethod

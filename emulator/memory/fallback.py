@@ -5,7 +5,7 @@ import numpy as np
 
 from .spaces import (ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD, FLAG_FREED,
                      FLAG_READ_ONLY, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, SPACE_CODES,
-                     WINDOW_SIZE, Layout)
+                     WINDOW_SIZE, Layout, RequestTotals, check_thread_range)
 
 GENERIC, GLOBAL, SHARED, LOCAL = (SPACE_CODES[name] for name in ("generic", "global", "shared", "local"))
 OUT_OF_BOUNDS, MISALIGNED, READ_ONLY, FREED, NULL = 1, 2, 3, 4, 5
@@ -520,11 +520,40 @@ def _sorted_keys(major: np.ndarray, minor: np.ndarray) -> tuple[np.ndarray, np.n
     return major[order], minor[order]
 
 
+WARP = 32
+SECTOR = 32
+BANKS = 32
+SHARED_WAVEFRONTS, GLOBAL_SECTORS, DISTINCT_ADDRESSES, MAX_SAME_ADDRESS, LOCAL_SECTORS = (
+    COUNT_CODES[name] for name in ("shared_wavefronts", "global_sectors", "distinct_addresses",
+                                   "max_same_address", "local_sectors"))
+_LANE_IN_WARP = np.int64(WARP - 1)
+
+
+def interleaved_local(addresses: np.ndarray, threads: np.ndarray | None, width: int):
+    """Addresses as the hardware lays local memory out (consecutive lanes own consecutive 32-bit
+    words), one entry per 32-bit word a lane touches; returns (addresses, threads, width per entry)."""
+    n = len(addresses)
+    thread_ids = np.arange(n, dtype=np.int64) if threads is None else threads
+    lanes = thread_ids & _LANE_IN_WARP
+    words = max(width // 4, 1)
+    word = addresses >> np.uint64(2)
+    byte = addresses & np.uint64(3)
+    if words > 1:
+        word = (word[:, None] + np.arange(words, dtype=np.uint64)[None, :]).reshape(-1)
+        byte = np.repeat(byte, words)
+        lanes = np.repeat(lanes, words)
+        thread_ids = np.repeat(thread_ids, words)
+    physical = (word * np.uint64(WARP) + lanes.astype(np.uint64)) * np.uint64(4) + byte
+    return physical, thread_ids, min(width, 4)
+
+
 def count(what: int, addr: np.ndarray, threads: np.ndarray | None, width: int,
           bank_bytes: int) -> tuple[np.ndarray, np.ndarray]:
     n = addr.size
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if what == LOCAL_SECTORS:
+        return count(GLOBAL_SECTORS, *interleaved_local(addr, threads, width), bank_bytes)
     thread = threads if threads is not None else np.arange(n, dtype=np.int64)
     warp = thread // 32
     if what in (COUNT_CODES["shared_wavefronts"], COUNT_CODES["global_sectors"]):
@@ -565,6 +594,201 @@ def count(what: int, addr: np.ndarray, threads: np.ndarray | None, width: int,
     phase_starts = np.flatnonzero(np.r_[True, phase_key[1:] != phase_key[:-1]])
     worst_bank = np.maximum.reduceat(words_per_bank, phase_starts)
     return _warp_reduce(bank_major[phase_starts] >> 9, worst_bank, np.add)
+
+
+# ---- totals: whole warps take vectorised shortcuts where the answer follows from each warp's
+# ---- address range or order; every other warp goes through count()
+
+def _whole_warps(threads: np.ndarray | None, n: int) -> bool:
+    """Whether the lanes are complete warps in order (the convergent case)."""
+    if n == 0 or n % WARP:
+        return False
+    if threads is None:
+        return True
+    first = threads[::WARP]
+    return bool(np.all(first & _LANE_IN_WARP == 0) and np.all(threads[WARP - 1::WARP] - first == WARP - 1))
+
+
+def _rows_of(addresses: np.ndarray, threads: np.ndarray | None, rows: np.ndarray):
+    """(addresses, threads) of the warps (rows of 32 lanes) where rows holds."""
+    thread_ids = np.arange(len(addresses), dtype=np.int64) if threads is None else threads
+    return (addresses.reshape(-1, WARP)[rows].reshape(-1), thread_ids.reshape(-1, WARP)[rows].reshape(-1))
+
+
+_ROW_ENDS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _row_ends(n: int, row: int) -> np.ndarray:
+    """Flags over the n - 1 neighbour pairs of a flat array of rows: True where a row ends."""
+    key = (n, row)
+    if key not in _ROW_ENDS:
+        if len(_ROW_ENDS) > 64:
+            _ROW_ENDS.clear()
+        _ROW_ENDS[key] = (np.arange(n - 1) % row) == row - 1
+    return _ROW_ENDS[key]
+
+
+def _rows_ascend(values: np.ndarray, row: int) -> bool:
+    """Whether every row of the flat array is non-decreasing (one pass, no per-row reduction)."""
+    return bool(np.all((values[1:] >= values[:-1]) | _row_ends(len(values), row)))
+
+
+def _distinct_in_sorted_rows(values: np.ndarray):
+    """Per row of a 2-D array: whether it is non-decreasing, and then its number of distinct values."""
+    rows, row = values.shape
+    flat = values.reshape(-1)
+    if _rows_ascend(flat, row):
+        changes = (flat[1:] != flat[:-1]) & ~_row_ends(len(flat), row)
+        return None, rows + int(np.count_nonzero(changes))
+    ordered = np.all(values[:, 1:] >= values[:, :-1], axis=1)
+    distinct = 1 + np.count_nonzero(values[:, 1:] != values[:, :-1], axis=1)
+    return ordered, int(distinct[ordered].sum())
+
+
+def _whole_warp_wavefronts(addresses, threads, width: int, bank_bytes: int) -> int:
+    lanes_per_phase = min(WARP, WARP * bank_bytes // width)
+    phases_per_warp = WARP // lanes_per_phase
+    shift = np.uint64(bank_bytes.bit_length() - 1)
+    phases = addresses.reshape(-1, lanes_per_phase)
+    if _rows_ascend(addresses, lanes_per_phase):
+        lowest, highest = phases[:, 0], phases[:, -1]
+    else:
+        lowest, highest = phases.min(axis=1), phases.max(axis=1)
+    first_word = lowest >> shift
+    last_word = (highest >> shift) + (((highest & np.uint64(bank_bytes - 1)) + np.uint64(width - 1)) >> shift)
+    # a phase whose words lie within 32 consecutive words has at most one word per bank
+    simple = ((last_word - first_word) < np.uint64(BANKS)).reshape(-1, phases_per_warp).all(axis=1)
+    wavefronts = int(np.count_nonzero(simple)) * phases_per_warp
+    if not simple.all():
+        _, counts = count(SHARED_WAVEFRONTS, *_rows_of(addresses, threads, ~simple), width, bank_bytes)
+        wavefronts += int(counts.sum())
+    return wavefronts
+
+
+def _whole_warp_sectors(addresses, threads, width: int, local: bool) -> int:
+    what = LOCAL_SECTORS if local else GLOBAL_SECTORS
+    if width > SECTOR or np.any(addresses & np.uint64(width - 1)):
+        return int(count(what, addresses, threads, width, 4)[1].sum())
+    rows = addresses.reshape(-1, WARP)
+    if local:
+        words = max(width // 4, 1)
+        lanes = np.arange(WARP, dtype=np.uint64) * np.uint64(4)
+        first = (rows >> np.uint64(2)) * np.uint64(WARP * 4) + lanes + (rows & np.uint64(3))
+        physical = first[:, None, :] + (np.arange(words, dtype=np.uint64) * np.uint64(WARP * 4))[None, :, None]
+        rows = physical.reshape(len(rows), -1)
+    ordered, sectors = _distinct_in_sorted_rows(rows >> np.uint64(5))
+    if ordered is not None and not ordered.all():
+        _, counts = count(what, *_rows_of(addresses, threads, ~ordered), width, 4)
+        sectors += int(counts.sum())
+    return sectors
+
+
+def _whole_warp_distinct(addresses, threads) -> int:
+    ordered, total = _distinct_in_sorted_rows(addresses.reshape(-1, WARP))
+    if ordered is not None and not ordered.all():
+        _, counts = count(DISTINCT_ADDRESSES, *_rows_of(addresses, threads, ~ordered), 1, 4)
+        total += int(counts.sum())
+    return total
+
+
+def _whole_warp_contention(addresses, threads) -> tuple[int, int]:
+    """(sum over warps, maximum) of the most lanes of a warp on one address."""
+    n = len(addresses)
+    ends = _row_ends(n, WARP)
+    if np.all((addresses[1:] > addresses[:-1]) | ends):
+        return n // WARP, 1
+    if np.all((addresses[1:] == addresses[:-1]) | ends):
+        return n, WARP
+    rows = addresses.reshape(-1, WARP)
+    spread = np.all(rows[:, 1:] > rows[:, :-1], axis=1)
+    one_address = np.all(rows[:, 1:] == rows[:, :-1], axis=1)
+    easy = spread | one_address
+    total = int(np.count_nonzero(spread)) + WARP * int(np.count_nonzero(one_address))
+    most = WARP if one_address.any() else 1
+    if not easy.all():
+        _, same = count(MAX_SAME_ADDRESS, *_rows_of(addresses, threads, ~easy), 1, 4)
+        total += int(same.sum())
+        most = max(most, int(same.max()))
+    return total, most
+
+
+def _run_lengths(keys: np.ndarray) -> np.ndarray:
+    """How many times each distinct key occurs."""
+    if np.any(keys[1:] < keys[:-1]):
+        keys = np.sort(keys)
+    return np.diff(np.append(np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]), keys.size))
+
+
+def _ideal(what: int, threads: np.ndarray | None, n: int, width: int, bank_bytes: int) -> int:
+    """What the lanes would cost at best (see RequestTotals)."""
+    thread = np.arange(n, dtype=np.int64) if threads is None else threads
+    if what == SHARED_WAVEFRONTS:
+        # phases split warps evenly, so thread >> shift names a (warp, phase) pair
+        shift = min(WARP, WARP * bank_bytes // width).bit_length() - 1
+        return len(_run_lengths(thread >> shift))
+    lanes = _run_lengths(thread >> 5)
+    if what == GLOBAL_SECTORS:
+        return int(((lanes * width + SECTOR - 1) // SECTOR).sum())
+    if what == LOCAL_SECTORS:
+        words, piece = max(width // 4, 1), min(width, 4)
+        return words * int(((lanes * piece + SECTOR - 1) // SECTOR).sum())
+    return len(lanes)
+
+
+def _whole_warp_ideal(what: int, n: int, width: int, bank_bytes: int) -> int:
+    warps = n // WARP
+    if what == SHARED_WAVEFRONTS:
+        return warps * (WARP // min(WARP, WARP * bank_bytes // width))
+    if what == GLOBAL_SECTORS:
+        return warps * ((WARP * width + SECTOR - 1) // SECTOR)
+    if what == LOCAL_SECTORS:
+        return warps * max(width // 4, 1) * ((WARP * min(width, 4) + SECTOR - 1) // SECTOR)
+    return warps
+
+
+def totals(what: int, addr: np.ndarray, threads: np.ndarray | None, width: int, bank_bytes: int,
+           contention: bool) -> RequestTotals:
+    n = addr.size
+    if n == 0:
+        return RequestTotals(0, 0, 0, 0, 0)
+    if not _whole_warps(threads, n):
+        warps, counts = count(what, addr, threads, width, bank_bytes)
+        most_total = most_max = 0
+        if contention:
+            _, same = count(MAX_SAME_ADDRESS, addr, threads, 1, 4)
+            most_total, most_max = int(same.sum()), int(same.max())
+        return RequestTotals(len(warps), int(counts.sum()), _ideal(what, threads, n, width, bank_bytes),
+                             most_total, most_max)
+    most_total, most_max = _whole_warp_contention(addr, threads) if contention or what == MAX_SAME_ADDRESS \
+        else (0, 0)
+    if what == SHARED_WAVEFRONTS:
+        total = _whole_warp_wavefronts(addr, threads, width, bank_bytes)
+    elif what in (GLOBAL_SECTORS, LOCAL_SECTORS):
+        total = _whole_warp_sectors(addr, threads, width, what == LOCAL_SECTORS)
+    elif what == DISTINCT_ADDRESSES:
+        total = _whole_warp_distinct(addr, threads)
+    else:
+        total = most_total
+    if not contention:
+        most_total = most_max = 0
+    return RequestTotals(n // WARP, total, _whole_warp_ideal(what, n, width, bank_bytes), most_total, most_max)
+
+
+def split_warps(flags: np.ndarray, threads: np.ndarray | None) -> int:
+    """Warps whose lanes' flags are not all equal (flags: one per thread; lanes: threads)."""
+    if threads is not None:
+        if threads.size and (threads.min() < 0 or threads.max() >= flags.size):
+            raise ValueError(f"thread indices must lie in [0, {flags.size})")
+        flags = flags[threads]
+    if flags.size == 0:
+        return 0
+    flags = flags != 0
+    warp = (np.arange(flags.size, dtype=np.int64) if threads is None else threads) >> 5
+    if np.any(warp[1:] < warp[:-1]):
+        order = np.argsort(warp, kind="stable")
+        warp, flags = warp[order], flags[order]
+    starts = np.flatnonzero(np.r_[True, warp[1:] != warp[:-1]])
+    return int(np.count_nonzero(np.logical_or.reduceat(flags, starts) & ~np.logical_and.reduceat(flags, starts)))
 
 
 class NumpyCore:
@@ -620,4 +844,12 @@ class NumpyCore:
         return old, None
 
     def count(self, what: int, addr, threads, width: int, bank_bytes: int):
+        check_thread_range(threads)
         return count(what, addr, threads, width, bank_bytes)
+
+    def totals(self, what: int, addr, threads, width: int, bank_bytes: int, contention: bool) -> RequestTotals:
+        check_thread_range(threads)
+        return totals(what, addr, threads, width, bank_bytes, contention)
+
+    def split_warps(self, flags, threads) -> int:
+        return split_warps(flags, threads)

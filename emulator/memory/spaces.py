@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -52,7 +53,27 @@ ATOMIC_OPS_BY_TYPE = {
 }
 
 COUNT_CODES = {"shared_wavefronts": 0, "global_sectors": 1, "distinct_addresses": 2,
-               "max_same_address": 3}
+               "max_same_address": 3, "local_sectors": 4}
+#: counting functions take thread indices in [0, MAX_THREAD_INDEX)
+MAX_THREAD_INDEX = 1 << 48
+
+
+class RequestTotals(NamedTuple):
+    """One counting call summed over its warps: requests (warps with a lane), the counts summed, what
+    the same lanes would cost at best (one wavefront per phase with lanes; the sectors of
+    lanes * width contiguous bytes, local: of each 32-bit piece; one address), and the most lanes
+    on one address summed over warps and at most (zero unless contention was asked)."""
+    requests: int
+    count: int
+    ideal: int
+    contention: int
+    max_contention: int
+
+
+def check_thread_range(threads: np.ndarray | None) -> None:
+    if threads is not None and threads.size and (threads.min() < 0 or threads.max() >= MAX_THREAD_INDEX):
+        raise ValueError("thread indices must lie in [0, 2**48)")
+
 
 _OP_WORDS = {"load": "read", "store": "write", "atomic": "atomic"}
 

@@ -188,11 +188,26 @@ static void fuzz_once(world *w)
         int64_t *warps = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *warps);
         int64_t *counts = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *counts);
         int bank = next_random() % 4 ? 4 : (int)(next_random() % 40) - 4;
-        int64_t got = gm_count((int)(next_random() % 6) - 1, addr, lane_threads, n, width, bank, warps, counts,
-                               cap);
+        int64_t *most = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *most);
+        int with_most = (int)(next_random() % 2);
+        gm_count_totals totals;
+        int64_t got = gm_count((int)(next_random() % 7) - 1, addr, lane_threads, n, width, bank, with_most,
+                               warps, counts, with_most && next_random() % 2 ? most : NULL, cap,
+                               next_random() % 2 ? &totals : NULL);
         EXPECT(got >= GM_BAD_ARGUMENT && got <= (cap > 0 ? cap : 0));
+        int64_t only_totals = gm_count((int)(next_random() % 7) - 1, addr, lane_threads, n, width, bank, with_most,
+                                       NULL, NULL, NULL, 0, &totals);
+        EXPECT(only_totals == GM_BAD_ARGUMENT || (only_totals == totals.warps && totals.warps <= n));
+        int64_t flag_count = (int64_t)(next_random() % 80);
+        uint8_t *flags = exact((uint64_t)flag_count);
+        for (int64_t i = 0; i < flag_count; i++)
+            flags[i] = (uint8_t)(next_random() % 3);
+        int64_t split = gm_count_split_warps(flags, flag_count, lane_threads, n);
+        EXPECT(split >= GM_BAD_ARGUMENT && split <= n);
+        free(flags);
         free(warps);
         free(counts);
+        free(most);
         break;
     }
     }
@@ -280,16 +295,58 @@ static void pinned_cases(void)
     EXPECT(gm_atomic(&w.mem, GM_SPACE_GLOBAL, GM_OP_ADD, GM_TYPE_U64, one_word, NULL, 3, (uint8_t *)ones, NULL,
                      sizeof ones, (uint8_t *)old, sizeof old, &fault) == GM_BAD_ARGUMENT);
 
-    int64_t warps[4], counts[4];
+    int64_t warps[4], counts[4], most[4];
+    gm_count_totals totals;
     uint64_t sectors[] = {0, 4, 128, UINT64_MAX - 3};
     int64_t count_threads[] = {0, 1, 40, 41};
-    EXPECT(gm_count(GM_COUNT_GLOBAL_SECTORS, sectors, count_threads, 4, 16, 4, warps, counts, 4) == 2);
-    EXPECT(warps[0] == 0 && counts[0] == 1 && warps[1] == 1 && counts[1] == 3);
-    int64_t negative[] = {0, -1, 3, 4};
-    EXPECT(gm_count(GM_COUNT_DISTINCT_ADDRESSES, sectors, negative, 4, 4, 4, warps, counts, 4) == GM_BAD_ARGUMENT);
-    EXPECT(gm_count(GM_COUNT_DISTINCT_ADDRESSES, sectors, count_threads, 4, 4, 4, warps, counts, 1) == GM_BAD_ARGUMENT);
-    EXPECT(gm_count(GM_COUNT_SHARED_WAVEFRONTS, sectors, NULL, 4, 16, 3, warps, counts, 4) == GM_BAD_ARGUMENT);
-    EXPECT(gm_count(GM_COUNT_SHARED_WAVEFRONTS, NULL, NULL, 0, 4, 4, NULL, NULL, 0) == 0);
+    EXPECT(gm_count(GM_COUNT_GLOBAL_SECTORS, sectors, count_threads, 4, 16, 4, 1, warps, counts, most, 4, &totals)
+           == 2);
+    EXPECT(warps[0] == 0 && counts[0] == 1 && warps[1] == 1 && counts[1] == 3 && most[0] == 1 && most[1] == 1);
+    EXPECT(totals.warps == 2 && totals.count == 4 && totals.most == 2 && totals.most_max == 1);
+    /* Local sectors: words 0 and 1 of lanes 0 and 1 sit at bytes 0, 4 (sector 0) and 128, 132 (sector 4). */
+    uint64_t local_offsets[] = {0, 0};
+    EXPECT(gm_count(GM_COUNT_LOCAL_SECTORS, local_offsets, NULL, 2, 8, 4, 1, NULL, NULL, NULL, 0, &totals) == 1);
+    EXPECT(totals.warps == 1 && totals.count == 2 && totals.most == 2 && totals.most_max == 2);
+    int64_t negative[] = {0, -1, 3, 4}, huge[] = {0, 1ll << 48, 3, 4};
+    EXPECT(gm_count(GM_COUNT_DISTINCT_ADDRESSES, sectors, negative, 4, 4, 4, 0, warps, counts, NULL, 4, NULL)
+           == GM_BAD_ARGUMENT);
+    EXPECT(gm_count(GM_COUNT_DISTINCT_ADDRESSES, sectors, huge, 4, 4, 4, 0, warps, counts, NULL, 4, NULL)
+           == GM_BAD_ARGUMENT);
+    EXPECT(gm_count(GM_COUNT_DISTINCT_ADDRESSES, sectors, count_threads, 4, 4, 4, 0, warps, counts, NULL, 1, NULL)
+           == GM_BAD_ARGUMENT);
+    EXPECT(gm_count(GM_COUNT_SHARED_WAVEFRONTS, sectors, NULL, 4, 16, 3, 0, warps, counts, NULL, 4, NULL)
+           == GM_BAD_ARGUMENT);
+    EXPECT(gm_count(GM_COUNT_SHARED_WAVEFRONTS, sectors, NULL, 4, 4, 4, 0, warps, NULL, NULL, 4, NULL)
+           == GM_BAD_ARGUMENT);
+    EXPECT(gm_count(GM_COUNT_SHARED_WAVEFRONTS, sectors, NULL, 4, 4, 4, 0, warps, counts, most, 4, NULL)
+           == GM_BAD_ARGUMENT);
+    EXPECT(gm_count(GM_COUNT_SHARED_WAVEFRONTS, NULL, NULL, 0, 4, 4, 1, NULL, NULL, NULL, 0, &totals) == 0);
+    EXPECT(totals.warps == 0 && totals.count == 0 && totals.most == 0 && totals.most_max == 0);
+    /* One address for every lane, threads 3 and 40: one sector each, two contended atomics. */
+    uint64_t one_address[] = {64, 64, 64};
+    int64_t spread_threads[] = {3, 3, 40};
+    EXPECT(gm_count(GM_COUNT_GLOBAL_SECTORS, one_address, spread_threads, 3, 4, 4, 1, NULL, NULL, NULL, 0, &totals)
+           == 2);
+    EXPECT(totals.count == 2 && totals.most == 3 && totals.most_max == 2);
+    int64_t unordered[] = {40, 3, 3};
+    EXPECT(gm_count(GM_COUNT_GLOBAL_SECTORS, one_address, unordered, 3, 4, 4, 1, warps, counts, most, 4, &totals)
+           == 2);
+    EXPECT(warps[0] == 0 && most[0] == 2 && warps[1] == 1 && most[1] == 1);
+    EXPECT(gm_count(GM_COUNT_GLOBAL_SECTORS, one_address, huge, 3, 4, 4, 0, NULL, NULL, NULL, 0, &totals)
+           == GM_BAD_ARGUMENT);
+
+    uint8_t flags[70] = {0};
+    flags[64] = flags[66] = flags[5] = 1;
+    int64_t flag_threads[] = {64, 65, 5, 66};
+    EXPECT(gm_count_split_warps(flags, 70, flag_threads, 4) == 1);
+    EXPECT(gm_count_split_warps(flags, 70, flag_threads + 1, 2) == 0);
+    EXPECT(gm_count_split_warps(flags, 7, NULL, 7) == 1);
+    EXPECT(gm_count_split_warps(flags, 5, NULL, 5) == 0);
+    EXPECT(gm_count_split_warps(flags, 70, NULL, 71) == GM_BAD_ARGUMENT);
+    EXPECT(gm_count_split_warps(flags, 70, negative, 4) == GM_BAD_ARGUMENT);
+    EXPECT(gm_count_split_warps(flags, 66, flag_threads, 4) == GM_BAD_ARGUMENT);
+    EXPECT(gm_count_split_warps(NULL, 0, NULL, 0) == 0);
+    EXPECT(gm_count_split_warps(NULL, 3, NULL, 3) == GM_BAD_ARGUMENT);
     free_world(&w);
 }
 
