@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .memory import phase_lanes
 from .stats import IDEAL, TRANSACTIONS, MemoryStats, format_table, launch_title
 
 #: how kinds are labelled in the listing's narrow column
@@ -179,7 +180,7 @@ class Profile:
 def bank_picture(lanes: np.ndarray, addresses: np.ndarray, width: int, bank_bytes: int):
     """For one warp's request: distinct words per bank (max over phases), the wavefront count,
     and a 32×32 lane×bank matrix holding the bank's distinct-word count where a lane touches it."""
-    lanes_per_phase = min(32, 32 * bank_bytes // width)
+    lanes_per_phase = phase_lanes(width, bank_bytes)
     words_per_lane = (addresses % bank_bytes + width - 1) // bank_bytes + 1
     cells = np.zeros(32, dtype=np.int64)
     wavefronts = 0

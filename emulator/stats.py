@@ -8,7 +8,7 @@ import numpy as np
 
 from . import ir
 from .executors import ALL
-from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, interleaved_local
+from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, interleaved_local, phase_lanes
 from .observe import Observer
 
 __all__ = ["MemoryStats", "KINDS", "REQUESTS", "TRANSACTIONS", "IDEAL", "BYTES", "CONTENTION", "MAX_CONTENTION",
@@ -51,6 +51,55 @@ def _lanes_per_warp(threads: Optional[np.ndarray], n: int) -> np.ndarray:
     if threads is None:
         return np.full(n // WARP, WARP, dtype=np.int64)
     return np.diff(np.append(_warp_starts(threads), len(threads)))
+
+
+def _registers_in(ref):
+    """Indices of the registers an operand names."""
+    if isinstance(ref, ir.RegRef):
+        yield ref.reg.index
+    elif isinstance(ref, ir.NotRef):
+        yield ref.reg.reg.index
+    elif isinstance(ref, ir.AddrRef) and ref.base is not None:
+        yield ref.base.reg.index
+    elif isinstance(ref, ir.PredPairRef):
+        yield ref.first.reg.index
+        if ref.second is not None:
+            yield ref.second.reg.index
+    elif isinstance(ref, ir.VecRef):
+        for item in ref.items:
+            yield from _registers_in(item)
+
+
+def returning_atomics(program: ir.Program) -> List[bool]:
+    """Per pc: an atom whose old value some other instruction names. ptxas keeps those as ATOMS with a
+    destination, which the H100 serialises lane by lane; atoms whose result goes unused become
+    ATOMS.POPC.INC or aggregated ATOMS with RZ, where lanes on one word share a wavefront."""
+    mentions: Dict[int, int] = {}
+    for instr in program.instrs:
+        if instr.guard is not None:
+            mentions[instr.guard[0].index] = mentions.get(instr.guard[0].index, 0) + 1
+        for operand in instr.operands:
+            for index in _registers_in(operand):
+                mentions[index] = mentions.get(index, 0) + 1
+    returning = []
+    for instr in program.instrs:
+        dest = instr.operands[0] if instr.op_class == "atom" and instr.operands else None
+        returning.append(isinstance(dest, ir.RegRef) and mentions.get(dest.reg.index, 0) > 1)
+    return returning
+
+
+def serialised_atomic_wavefronts(addresses, threads, width: int, bank_bytes: int) -> int:
+    """Shared atomics that return the old value: per warp and phase, the most lanes on one bank (unlike
+    loads, lanes on one word do not share a wavefront: tests/stats_patterns shared_atom_one_word)."""
+    thread = np.arange(len(addresses), dtype=np.int64) if threads is None else np.asarray(threads, np.int64)
+    words = max(width // bank_bytes, 1)
+    word = addresses // np.uint64(bank_bytes)
+    if words > 1:
+        word = (word[:, None] + np.arange(words, dtype=np.uint64)[None, :]).reshape(-1)
+        thread = np.repeat(thread, words)
+    phase = thread >> (phase_lanes(width, bank_bytes).bit_length() - 1)
+    keys, lanes_on_bank = np.unique(phase * WARP + (word % np.uint64(WARP)).astype(np.int64), return_counts=True)
+    return int(np.maximum.reduceat(lanes_on_bank, _run_starts(keys // WARP)).sum())
 
 
 # ---- exact totals per call, each from one call of the memory core
@@ -110,6 +159,7 @@ class MemoryStats(Observer):
         self.access: Dict[Tuple[int, str], List[int]] = {}
         self.shared_samples: Dict[int, Dict[int, Tuple[np.ndarray, np.ndarray, int]]] = {}
         self._declared = []
+        self._returning = returning_atomics(program)
         for instr in program.instrs:
             space = instr.decoded.get("space", "") if instr.decoded is not None else ""
             space = space or ""
@@ -183,6 +233,9 @@ class MemoryStats(Observer):
         if space == "shared":
             totals = memory.request_totals("shared_wavefronts", addresses, threads, width, self.bank_bytes,
                                            contention=atomic)
+            if atomic and self._returning[pc]:
+                totals = totals._replace(count=serialised_atomic_wavefronts(addresses, threads, width,
+                                                                             self.bank_bytes))
             requests = totals.requests
             if self.capture_shared and batch.cta_start == 0:
                 self._capture(pc, addresses, threads, width, batch.tpc_pad)

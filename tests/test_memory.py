@@ -888,10 +888,12 @@ def test_padding_the_row_to_33_ints_removes_the_conflict(backend):
     ([0] * 32, 4, 1),                               # broadcast
     ([8 * t for t in range(32)], 4, 2),             # stride 2 ints: two words per even bank
     ([t for t in range(32)], 1, 1),                 # bytes of 8 words
-    ([8 * t for t in range(32)], 8, 2),             # consecutive doubles: two half-warp phases
-    ([16 * t for t in range(32)], 8, 4),            # stride-2 doubles: two words per bank per phase
-    ([16 * t for t in range(32)], 16, 4),           # consecutive 16-byte vectors: four quarter-warp phases
-    ([0] * 32, 16, 4),                              # 16-byte broadcast still takes four phases
+    # 8- and 16-byte cases as the H100 counts them (tests/stats_patterns: shared_v2_*, shared_v4_*)
+    ([8 * t for t in range(32)], 8, 2),             # consecutive doubles: one phase, two words per bank
+    ([0] * 32, 8, 1),                               # 8-byte broadcast: one phase, one word per bank
+    ([16 * t for t in range(32)], 8, 4),            # stride-2 doubles: four words per used bank
+    ([16 * t for t in range(32)], 16, 4),           # consecutive 16-byte vectors: two half-warps, two each
+    ([0] * 32, 16, 2),                              # 16-byte broadcast: one wavefront per half-warp
     ([128 * t for t in range(32)], 4, 32),          # every lane in bank 0
 ])
 def test_shared_wavefront_patterns(backend, addresses, width, expected):

@@ -136,7 +136,7 @@ def _python_counts(kind, addr, threads, width, bank_bytes=4):
         elif kind == "sectors":
             result[warp] = len({s for a, _ in lanes for s in range(a // 32, (a + width - 1) // 32 + 1)})
         else:
-            lanes_per_phase = min(32, 32 * bank_bytes // width)
+            lanes_per_phase = min(32, 64 * bank_bytes // width)
             phases = {}
             for a, t in lanes:
                 words = range(a // bank_bytes, (a + width - 1) // bank_bytes + 1)
@@ -192,14 +192,17 @@ def _reference_warp(kind, lanes, width, bank_bytes):
                 physical = (((a // 4 + j) * 32 + t % 32) * 4 + a % 4) & MASK64
                 sectors.update(range(physical // 32, (physical + piece - 1) // 32 + 1))
         return len(sectors), words * ((len(lanes) * piece + 31) // 32)
-    lanes_per_phase = min(32, 32 * bank_bytes // width)
+    # the H100 serves a warp's 8-byte accesses in one phase and 16-byte ones in two (tests/stats_patterns)
+    lanes_per_phase = min(32, 64 * bank_bytes // width)
+    lanes_per_wavefront = min(32, 32 * bank_bytes // width)
     phases = {}
     for a, t in lanes:
         banks = phases.setdefault((t % 32) // lanes_per_phase, {})
         for j in range((a % bank_bytes + width - 1) // bank_bytes + 1):
             word = (a // bank_bytes + j) & MASK64
             banks.setdefault(word % 32, set()).add(word)
-    return sum(max(len(words) for words in banks.values()) for banks in phases.values()), len(phases)
+    count = sum(max(len(words) for words in banks.values()) for banks in phases.values())
+    return count, min(count, len({(t % 32) // lanes_per_wavefront for _, t in lanes}))
 
 
 def _reference_totals(kind, addr, threads, width, bank_bytes, contention):

@@ -94,12 +94,13 @@ def test_bank_picture_of_a_column_read_puts_32_words_in_one_bank():
     assert (lane_cells[:, 2] == 32).all() and lane_cells.sum() == 32 * 32
 
 
-def test_bank_picture_of_a_padded_read_and_of_8_byte_phases():
+def test_bank_picture_of_a_padded_read_and_of_an_8_byte_warp_in_one_phase():
     lanes = np.arange(32)
     cells, wavefronts, _ = bank_picture(lanes, lanes.astype(np.uint64) * 132, 4, 4)
     assert wavefronts == 1 and (cells == 1).all()
     cells, wavefronts, _ = bank_picture(lanes, lanes.astype(np.uint64) * 16, 8, 4)
-    assert wavefronts == 4 and cells.max() == 2        # each half-warp spans 256 bytes
+    # one phase for the whole warp (as on the H100): 16 banks hold four of the 128 words each
+    assert wavefronts == 4 and cells.max() == 4 and np.count_nonzero(cells) == 16
     _, wavefronts, _ = bank_picture(lanes, np.zeros(32, np.uint64), 4, 4)
     assert wavefronts == 1                              # broadcast
 

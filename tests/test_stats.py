@@ -84,13 +84,42 @@ def test_generic_accesses_count_in_the_space_they_resolve_to():
     assert result["global_load_requests"] == 0
 
 
-def test_shared_atomics_on_one_word_take_one_wavefront_and_report_full_contention():
-    # Return32One on the H100: 64 threads on one word, 2 requests, 2 wavefronts (ncu.json).
+def test_shared_atomics_that_return_the_old_value_serialise_lanes_on_one_word():
+    # shared_atom_one_word on the H100 (tests/stats_patterns): 32 wavefronts, 31 conflicts
     result = counters("shared_atom", stride=0)
-    assert shared("atomic", result) == (1, 1, 0)
+    assert shared("atomic", result) == (1, 32, 31)
     assert result["shared_atomic_contention"] == 32 and result["shared_atomic_max_contention"] == 32
     spread = counters("shared_atom", stride=4)
     assert shared("atomic", spread) == (1, 1, 0) and spread["shared_atomic_max_contention"] == 1
+
+
+UNUSED_RESULT_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+.reg .b32 %r<4>;
+.reg .b64 %rd<2>;
+.shared .align 4 .b32 s[32];
+mov.u32 %r1, s;
+atom.shared.add.u32 %r2, [%r1], 1;
+atom.shared.add.u32 %r3, [%r1], 1;
+ld.param.u64 %rd1, [out];
+st.global.u32 [%rd1], %r3;
+ret;
+}
+"""
+
+
+def test_atomics_whose_old_value_goes_unused_share_a_wavefront_per_word():
+    # ptxas makes an unused-result atomicAdd(p, 1) an ATOMS.POPC.INC (histogram.sm_90.sass), whose
+    # lanes on one word cost one wavefront (histogram's ncu.json); a used result serialises them
+    module = emulator.load(UNUSED_RESULT_PTX)
+    stats = MemoryStats()
+    module.kernel("k").launch(1, 32, [np.zeros(1, np.uint32)], observer=stats)
+    per_line = {pc: stats.access[(pc, "shared_atomic")][1] for pc, kind in stats.access if kind == "shared_atomic"}
+    assert sorted(per_line.values()) == [1, 32]
+    assert per_line[min(per_line)] == 1
 
 
 @pytest.mark.parametrize("backend", ["c", "numpy"] if c_core_available() else ["numpy"])

@@ -912,7 +912,8 @@ typedef struct {
     int what;
     uint64_t width;
     int bank_shift;
-    int phase_shift;
+    int phase_shift;  /* lanes served together: 32 for accesses up to 2 bank words, 16 for 4 */
+    int ideal_shift;  /* lanes whose bytes fill one wavefront (32 x 4-byte words) */
 } count_request;
 
 /* One warp's lanes: addresses and threads side by side (threads NULL: lane k is thread 32w + k). */
@@ -1262,17 +1263,22 @@ static int64_t warp_count(const count_request *r, count_scratch *s, const warp_l
     }
 }
 
-/* What the warp's lanes would cost at best: a wavefront per phase with lanes, the sectors of
-   lanes * width contiguous bytes (local: of each 32-bit piece), one address. */
-static int64_t warp_ideal(const count_request *r, const warp_lanes *w)
+/* What the warp's lanes would cost at best: a wavefront per 128 bytes' worth of lanes (fewer where
+   broadcasts make the warp cheaper still), the sectors of lanes * width contiguous bytes (local: of
+   each 32-bit piece), one address. */
+static int64_t warp_ideal(const count_request *r, const warp_lanes *w, int64_t count)
 {
     if (r->what == GM_COUNT_SHARED_WAVEFRONTS) {
-        if (w->threads == NULL)
-            return (w->lanes + ((int64_t)1 << r->phase_shift) - 1) >> r->phase_shift;
-        uint64_t used = 0;
-        for (int64_t k = 0; k < w->lanes; k++)
-            used |= (uint64_t)1 << (lane_in_warp(w, k) >> r->phase_shift);
-        return bit_count(used);
+        int64_t groups;
+        if (w->threads == NULL) {
+            groups = (w->lanes + ((int64_t)1 << r->ideal_shift) - 1) >> r->ideal_shift;
+        } else {
+            uint64_t used = 0;
+            for (int64_t k = 0; k < w->lanes; k++)
+                used |= (uint64_t)1 << (lane_in_warp(w, k) >> r->ideal_shift);
+            groups = bit_count(used);
+        }
+        return groups < count ? groups : count;
     }
     if (r->what == GM_COUNT_GLOBAL_SECTORS)
         return (w->lanes * (int64_t)r->width + SECTOR_BYTES - 1) / SECTOR_BYTES;
@@ -1350,17 +1356,20 @@ static int count_one_address(const count_request *r, uint64_t a, const int64_t *
     if (r->what == GM_COUNT_LOCAL_SECTORS && (a & (piece - 1)) != 0)
         return 0;
     int group_shift = r->what == GM_COUNT_SHARED_WAVEFRONTS ? r->phase_shift : 3;
+    int ideal_shift = r->ideal_shift;
     uint64_t thread_bits = 0;
     for (int64_t start = 0; start < n;) {
         int64_t warp = (threads ? threads[start] : start) >> 5, end = start;
-        uint64_t groups = 0;
+        uint64_t groups = 0, ideal_groups = 0;
         if (threads == NULL) {
             end = start + WARP_LANES < n ? start + WARP_LANES : n;
             groups = ((uint64_t)1 << (((end - start - 1) >> group_shift) + 1)) - 1;
+            ideal_groups = ((uint64_t)1 << (((end - start - 1) >> ideal_shift) + 1)) - 1;
         } else {
             for (; end < n && threads[end] >> 5 == warp; end++) {
                 thread_bits |= (uint64_t)threads[end];
                 groups |= (uint64_t)1 << ((threads[end] & (WARP_LANES - 1)) >> group_shift);
+                ideal_groups |= (uint64_t)1 << ((threads[end] & (WARP_LANES - 1)) >> ideal_shift);
             }
             if (end < n && threads[end] >> 5 < warp)
                 return 0;
@@ -1369,7 +1378,8 @@ static int count_one_address(const count_request *r, uint64_t a, const int64_t *
         switch (r->what) {
         case GM_COUNT_SHARED_WAVEFRONTS:
             /* One lane's words, at most 16 consecutive ones, fall in distinct banks. */
-            count = ideal = bit_count(groups);
+            count = bit_count(groups);
+            ideal = bit_count(ideal_groups) < count ? bit_count(ideal_groups) : count;
             break;
         case GM_COUNT_GLOBAL_SECTORS:
             count = (int64_t)(last_unit(a, r->width, SECTOR_SHIFT) - (a >> SECTOR_SHIFT)) + 1;
@@ -1449,7 +1459,7 @@ static int count_convergent(const count_request *r, const uint64_t *addr, int64_
             return 0;
         sums->warps++;
         sums->count += count;
-        sums->ideal += warp_ideal(r, &w);
+        sums->ideal += warp_ideal(r, &w, count);
         sums->most += most;
         sums->most_max = most > sums->most_max ? most : sums->most_max;
     }
@@ -1475,10 +1485,14 @@ int64_t gm_count(int what, const uint64_t *addr, const int64_t *threads, int64_t
     if (n == 0)
         return 0;
 
-    int64_t lanes_per_phase = WARP_LANES * (int64_t)bank_bytes / width;
+    /* Measured on the H100 (tests/stats_patterns): a warp's 8-byte accesses are served as one phase,
+       its 16-byte ones as two half-warps; each phase costs the most distinct words one bank holds. */
+    int64_t lanes_per_phase = 2 * WARP_LANES * (int64_t)bank_bytes / width;
+    int64_t lanes_per_wavefront = WARP_LANES * (int64_t)bank_bytes / width;
     count_request request = {
         .what = what, .width = (uint64_t)width, .bank_shift = log2_of(bank_bytes),
         .phase_shift = log2_of(lanes_per_phase < WARP_LANES ? lanes_per_phase : WARP_LANES),
+        .ideal_shift = log2_of(lanes_per_wavefront < WARP_LANES ? lanes_per_wavefront : WARP_LANES),
     };
     count_output out = {warps_out, counts_out, most_out, out_cap, {0, 0, 0, 0, 0}};
     int64_t same = 1;
@@ -1569,7 +1583,7 @@ int64_t gm_count(int what, const uint64_t *addr, const int64_t *threads, int64_t
             most = 0;
         else if (most < 0)
             most = most_repeated(scratch, lanes.addr, lanes.lanes);
-        if (scratch->failed || !record_warp(&out, this_warp, count, warp_ideal(&request, &lanes), most))
+        if (scratch->failed || !record_warp(&out, this_warp, count, warp_ideal(&request, &lanes, count), most))
             goto done;
         start = end;
     }

@@ -529,6 +529,17 @@ SHARED_WAVEFRONTS, GLOBAL_SECTORS, DISTINCT_ADDRESSES, MAX_SAME_ADDRESS, LOCAL_S
 _LANE_IN_WARP = np.int64(WARP - 1)
 
 
+def phase_lanes(width: int, bank_bytes: int) -> int:
+    """Lanes served together (measured on the H100, tests/stats_patterns): the whole warp for accesses up
+    to two bank words wide, half-warps for four."""
+    return min(WARP, 2 * WARP * bank_bytes // width)
+
+
+def wavefront_lanes(width: int, bank_bytes: int) -> int:
+    """Lanes whose accesses fill one wavefront's 32 bank words."""
+    return min(WARP, WARP * bank_bytes // width)
+
+
 def interleaved_local(addresses: np.ndarray, threads: np.ndarray | None, width: int):
     """Addresses as the hardware lays local memory out (consecutive lanes own consecutive 32-bit
     words), one entry per 32-bit word a lane touches; returns (addresses, threads, width per entry)."""
@@ -566,8 +577,7 @@ def count(what: int, addr: np.ndarray, threads: np.ndarray | None, width: int,
                                                  pieces.astype(np.int64))
         value = first[lane] + step.astype(np.uint64)
         if what == COUNT_CODES["shared_wavefronts"]:
-            lanes_per_phase = min(32, 32 * bank_bytes // width)
-            phase = (thread[lane] % 32) // lanes_per_phase
+            phase = (thread[lane] % 32) // phase_lanes(width, bank_bytes)
             group = phase * 32 + (value % np.uint64(32)).astype(np.int64)
         else:
             group = np.zeros(lane.size, dtype=np.int64)
@@ -646,7 +656,7 @@ def _distinct_in_sorted_rows(values: np.ndarray):
 
 
 def _whole_warp_wavefronts(addresses, threads, width: int, bank_bytes: int) -> int:
-    lanes_per_phase = min(WARP, WARP * bank_bytes // width)
+    lanes_per_phase = phase_lanes(width, bank_bytes)
     phases_per_warp = WARP // lanes_per_phase
     shift = np.uint64(bank_bytes.bit_length() - 1)
     phases = addresses.reshape(-1, lanes_per_phase)
@@ -723,8 +733,8 @@ def _ideal(what: int, threads: np.ndarray | None, n: int, width: int, bank_bytes
     """What the lanes would cost at best (see RequestTotals)."""
     thread = np.arange(n, dtype=np.int64) if threads is None else threads
     if what == SHARED_WAVEFRONTS:
-        # phases split warps evenly, so thread >> shift names a (warp, phase) pair
-        shift = min(WARP, WARP * bank_bytes // width).bit_length() - 1
+        # groups split warps evenly, so thread >> shift names a (warp, group) pair
+        shift = wavefront_lanes(width, bank_bytes).bit_length() - 1
         return len(_run_lengths(thread >> shift))
     lanes = _run_lengths(thread >> 5)
     if what == GLOBAL_SECTORS:
@@ -738,7 +748,7 @@ def _ideal(what: int, threads: np.ndarray | None, n: int, width: int, bank_bytes
 def _whole_warp_ideal(what: int, n: int, width: int, bank_bytes: int) -> int:
     warps = n // WARP
     if what == SHARED_WAVEFRONTS:
-        return warps * (WARP // min(WARP, WARP * bank_bytes // width))
+        return warps * (WARP // wavefront_lanes(width, bank_bytes))
     if what == GLOBAL_SECTORS:
         return warps * ((WARP * width + SECTOR - 1) // SECTOR)
     if what == LOCAL_SECTORS:
@@ -751,6 +761,8 @@ def totals(what: int, addr: np.ndarray, threads: np.ndarray | None, width: int, 
     n = addr.size
     if n == 0:
         return RequestTotals(0, 0, 0, 0, 0)
+    if what == SHARED_WAVEFRONTS and width > bank_bytes:
+        return _wide_shared_totals(addr, threads, width, bank_bytes, contention)
     if not _whole_warps(threads, n):
         warps, counts = count(what, addr, threads, width, bank_bytes)
         most_total = most_max = 0
@@ -772,6 +784,20 @@ def totals(what: int, addr: np.ndarray, threads: np.ndarray | None, width: int, 
     if not contention:
         most_total = most_max = 0
     return RequestTotals(n // WARP, total, _whole_warp_ideal(what, n, width, bank_bytes), most_total, most_max)
+
+
+def _wide_shared_totals(addr, threads, width: int, bank_bytes: int, contention: bool) -> RequestTotals:
+    """Accesses wider than a bank word: broadcasts can make a warp cheaper than its bytes' worth of
+    wavefronts, so each warp's ideal is capped by its count."""
+    warps, counts = count(SHARED_WAVEFRONTS, addr, threads, width, bank_bytes)
+    thread = np.arange(addr.size, dtype=np.int64) if threads is None else threads
+    shift = wavefront_lanes(width, bank_bytes).bit_length() - 1
+    _, groups = np.unique(np.unique(thread >> shift) >> (5 - shift), return_counts=True)
+    most_total = most_max = 0
+    if contention:
+        _, same = count(MAX_SAME_ADDRESS, addr, threads, 1, 4)
+        most_total, most_max = int(same.sum()), int(same.max())
+    return RequestTotals(len(warps), int(counts.sum()), int(np.minimum(groups, counts).sum()), most_total, most_max)
 
 
 def split_warps(flags: np.ndarray, threads: np.ndarray | None) -> int:

@@ -60,7 +60,7 @@ MAX_THREAD_INDEX = 1 << 48
 
 class RequestTotals(NamedTuple):
     """One counting call summed over its warps: requests (warps with a lane), the counts summed, what
-    the same lanes would cost at best (one wavefront per phase with lanes; the sectors of
+    the same lanes would cost at best (a wavefront per 128 bytes' worth of lanes, at most the count; the sectors of
     lanes * width contiguous bytes, local: of each 32-bit piece; one address), and the most lanes
     on one address summed over warps and at most (zero unless contention was asked)."""
     requests: int
