@@ -4,7 +4,9 @@ STAMP := build/.installed
 
 .PHONY: install demo test bench coverage clean
 
-$(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/build_core.py emulator/accel/_arith.c
+$(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/_core.h emulator/memory/build_core.py \
+		emulator/accel/_arith.c emulator/accel/build_arith.py
+	rm -f emulator/memory/_gpuemu_core.cpython-*.so emulator/accel/_gpuemu_arith.cpython-*.so
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e ".[test]"
 	@mkdir -p build && touch $(STAMP)
 

@@ -44,6 +44,10 @@ def build_in_place() -> str:
         target = os.path.join(HERE, os.path.basename(built[0]))
         shutil.copy2(built[0], target + ".new")
         os.replace(target + ".new", target)
+        # Python prefers a cpython-3XY module over an abi3 one, so drop other builds that could shadow this.
+        for other in glob.glob(os.path.join(HERE, "_gpuemu_arith*.so")):
+            if other != target:
+                os.unlink(other)
         return target
 
 

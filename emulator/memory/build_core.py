@@ -66,6 +66,10 @@ def build_in_place() -> str:
         shutil.copy2(built[0], staged)
         # A rename leaves any already-loaded copy of the old module intact.
         os.replace(staged, target)
+        # Python prefers a cpython-3XY module over an abi3 one, so drop other builds that could shadow this.
+        for other in glob.glob(os.path.join(HERE, "_gpuemu_core*.so")):
+            if other != target:
+                os.unlink(other)
         return target
 
 
