@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List
@@ -135,14 +136,16 @@ WORKLOADS = [
 ]
 
 
-def run_workload(workload: Workload, directory: Path, backend: str) -> Dict[str, object]:
-    rng = np.random.default_rng(abs(hash(workload.name)) % (2 ** 32))
+def run_workload(workload: Workload, directory: Path, backend: str, counters: bool) -> Dict[str, object]:
+    rng = np.random.default_rng(zlib.crc32(workload.name.encode()))
     args = workload.make_args(rng, directory)
     out = directory / "out"
     stats_path = directory / "stats.json"
     command = [sys.executable, "-m", "emulator", "run", str(EXAMPLES / workload.ptx), "--kernel", workload.kernel,
                "--grid", workload.grid, "--block", workload.block, "--out", str(out), "--json", str(stats_path),
                "--backend", backend]
+    if counters:
+        command.append("--stats")
     if workload.shared:
         command += ["--shared", str(workload.shared)]
     for arg in args:
@@ -174,18 +177,21 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=str(ROOT / "build" / "bench.json"), help="where to write the results")
     parser.add_argument("--compare", help="a previous results JSON to show speed-ups against")
     parser.add_argument("--backend", default="auto", choices=("auto", "c", "numpy"))
+    parser.add_argument("--no-stats", action="store_true",
+                        help="run without --stats (by default every memory-system counter is on)")
     options = parser.parse_args(argv)
     baseline = {}
     if options.compare:
         baseline = {row["workload"]: row for row in json.loads(Path(options.compare).read_text())["results"]}
     results = []
     header = f"{'workload':18s} {'wall s':>8s} {'thread-instr':>13s} {'instr/s':>10s} {'RSS MB':>7s}  check"
+    print(f"gpuemu run {'without' if options.no_stats else 'with'} --stats, backend {options.backend}")
     print(header + ("  vs baseline" if baseline else ""))
     for workload in WORKLOADS:
         if options.only and options.only not in workload.name:
             continue
         with tempfile.TemporaryDirectory() as temp:
-            row = run_workload(workload, Path(temp), options.backend)
+            row = run_workload(workload, Path(temp), options.backend, not options.no_stats)
         results.append(row)
         if "error" in row:
             print(f"{workload.name:18s} ERROR {row['error']}")

@@ -19,7 +19,7 @@ from . import accel
 from . import tensor_ops  # noqa: F401  (registers the cp.async, ldmatrix and mma executors)
 from .errors import DeviceError, LaunchError, PTXSemanticError, UsageError
 from .lower import lower_kernel, variable_align, variable_size
-from .machine import Batch
+from .machine import Batch, BatchLayout
 from .memory import DeviceFault, Memory
 from .syntax_cache import parse_cached
 
@@ -321,7 +321,15 @@ class Launch:
         self.shared_bytes = self.program.static_shared + dynamic_shared
         self.device.launches += 1
         self.grid_id = self.device.launches
+        self._layouts: Dict[int, BatchLayout] = {}
         self._check_configuration(max_dynamic_shared)
+
+    def batch_layout(self, n_ctas: int) -> BatchLayout:
+        """The thread indices of a batch of n_ctas CTAs, built once per size."""
+        layout = self._layouts.get(n_ctas)
+        if layout is None:
+            layout = self._layouts[n_ctas] = BatchLayout(self.block, n_ctas)
+        return layout
 
     def _check_configuration(self, max_dynamic_shared: Optional[int]) -> None:
         name = plain_name(self.program.name)
@@ -374,6 +382,7 @@ class Launch:
             raise UsageError(f"{name} takes {len(params)} arguments, {len(args)} given")
         buffer = np.zeros(max(self.program.param_bytes, 1), dtype=np.uint8)
         copies = []
+        self.memory.reserve(sum(arg.nbytes + 256 for arg in args if isinstance(arg, np.ndarray)))
         for index, (param, arg) in enumerate(zip(params, args)):
             if isinstance(arg, np.ndarray):
                 if param.size != 8:

@@ -31,6 +31,29 @@ PER_THREAD_BARRIERS_FROM = 70
 QUIET_SPIN_CHECKS = 100
 
 
+class BatchLayout:
+    """Per-thread indices that every batch of the same number of CTAs in a launch shares (read-only)."""
+
+    def __init__(self, block, n_ctas: int):
+        bx, by, bz = block
+        self.tpc = bx * by * bz
+        self.tpc_pad = tpc_pad = (self.tpc + 31) // 32 * 32
+        in_cta = np.arange(tpc_pad, dtype=np.int64)
+        self.local_index = np.tile(in_cta, n_ctas)
+        self.cta_of = np.repeat(np.arange(n_ctas, dtype=np.int64), tpc_pad)
+        self.lane_ids = np.tile(np.arange(32, dtype=np.uint32), n_ctas * tpc_pad // 32)
+        valid = self.local_index < self.tpc
+        self.initial_rpc = np.where(valid, 0, INF).astype(np.int32)
+        self.initial_status = np.where(valid, RUNNING, EXITED).astype(np.int8)
+        tid = (in_cta % bx, (in_cta // bx) % by, in_cta // (bx * by))
+        self.specials = {f"tid.{axis}": np.tile(values.astype(np.uint32), n_ctas) for axis, values in zip("xyz", tid)}
+        self.specials["tid"] = self.specials["tid.x"]
+        self.specials["warpid"] = np.tile((in_cta // 32).astype(np.uint32), n_ctas)
+        self.cta_of_u32 = self.cta_of.astype(np.uint32)
+        for array in (self.local_index, self.cta_of, self.lane_ids, self.cta_of_u32, *self.specials.values()):
+            array.flags.writeable = False
+
+
 class Batch:
     """Architectural state of a batch of CTAs and the scheduler that runs it to completion."""
 
@@ -41,19 +64,17 @@ class Batch:
         self.observer = launch.observer
         self.cta_start = cta_start
         self.n_ctas = n_ctas
-        bx, by, bz = launch.block
-        self.tpc = bx * by * bz
-        self.tpc_pad = (self.tpc + 31) // 32 * 32
+        self.layout = layout = launch.batch_layout(n_ctas)
+        self.tpc = layout.tpc
+        self.tpc_pad = layout.tpc_pad
         self.n = n = n_ctas * self.tpc_pad
         self.regs = [np.zeros(n, dtype=reg.storage) for reg in program.registers]
         self.cc = np.zeros(n, dtype=bool)
-        local_index = np.arange(n, dtype=np.int64) % self.tpc_pad
-        self.local_index = local_index
-        self.cta_of = np.arange(n, dtype=np.int64) // self.tpc_pad
-        self.lane_ids = (local_index % 32).astype(np.uint32)
-        valid = local_index < self.tpc
-        self.rpc = np.where(valid, 0, INF).astype(np.int32)
-        self.status = np.where(valid, RUNNING, EXITED).astype(np.int8)
+        self.local_index = layout.local_index
+        self.cta_of = layout.cta_of
+        self.lane_ids = layout.lane_ids
+        self.rpc = layout.initial_rpc.copy()
+        self.status = layout.initial_status.copy()
         self.live = np.full(n_ctas, self.tpc, dtype=np.int64)
         self.resume_pc = np.zeros(n, dtype=np.int32)
         self.bar_wait = np.full(n, -1, dtype=np.int8)
@@ -101,12 +122,13 @@ class Batch:
         launch = self.launch
         base, _, component = name.partition(".")
         axis = "xyz".index(component) if component else 0
-        bx, by, bz = launch.block
         gx, gy, gz = launch.grid
         local = self.local_index
+        if name in self.layout.specials:
+            return self.layout.specials[name]
+        if base in ("ctaid", "clusterid") and (axis, gy, gz) == (0, 1, 1):
+            return self.layout.cta_of_u32 + np.uint32(self.cta_start)
         cta = self.cta_of + self.cta_start
-        if base == "tid":
-            return ((local % bx, (local // bx) % by, local // (bx * by))[axis]).astype(np.uint32)
         if base == "ntid":
             return np.uint32(launch.block[axis])
         if base in ("ctaid", "clusterid"):
@@ -115,8 +137,6 @@ class Batch:
             return np.uint32(launch.grid[axis])
         if base == "laneid":
             return self.lane_ids
-        if base == "warpid":
-            return (local // 32).astype(np.uint32)
         if base == "nwarpid":
             return np.uint32(64)
         if base == "smid":

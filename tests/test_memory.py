@@ -93,6 +93,19 @@ def test_new_allocation_is_zeroed_even_when_it_reuses_freed_storage(memory):
     assert not memory.read(b, 4096).any()
 
 
+
+def test_reserving_room_keeps_live_data_and_later_allocations_start_zeroed(memory):
+    a = memory.alloc(4096)
+    memory.write(a, np.full(4096, 0x5A, dtype=np.uint8))
+    scratch = memory.alloc(1 << 16)
+    memory.write(scratch, np.full(1 << 16, 0xEE, dtype=np.uint8))
+    memory.free(scratch)
+    memory.reserve(8 << 20)
+    b = memory.alloc(3 << 20)
+    assert (memory.read(a, 4096) == 0x5A).all()
+    assert not memory.read(b, 3 << 20).any()
+
+
 # ---------------------------------------------------------------- host copies
 
 def test_host_write_then_read_round_trips_bytes_and_arrays(memory):

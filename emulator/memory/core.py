@@ -287,6 +287,10 @@ class Memory:
     def alloc(self, nbytes: int, *, align: int = 256, kind: str = "global", name: str | None = None) -> int:
         return self._heap.alloc(nbytes, align, kind, name)
 
+    def reserve(self, nbytes: int) -> None:
+        """Make room at once for global allocations of about nbytes in all (fewer arena copies)."""
+        self._heap.reserve(nbytes)
+
     def free(self, address: int) -> None:
         self._heap.free(address)
 

@@ -122,6 +122,7 @@ class GlobalHeap:
         self._storage: list[int] = []
         self._next_address = GLOBAL_BASE
         self._arena_top = 0
+        self._used_top = 0  # the arena above this has never held an allocation, so it is still zero
         self._holes: list[tuple[int, int]] = []
         self._tables: tuple[np.ndarray, ...] | None = None
         self.version = 0
@@ -145,6 +146,16 @@ class GlobalHeap:
         self._storage.append(offset)
         self._changed()
         return address
+
+    def reserve(self, nbytes: int) -> None:
+        """Grow the arena once for allocations of about nbytes in all that are coming."""
+        self._grow_to(self._arena_top + int(nbytes) + 64 * ARENA_ALIGN)
+
+    def _grow_to(self, top: int) -> None:
+        if top > self.arena.size:
+            grown = np.zeros(max(top, 2 * self.arena.size, 1 << 20), dtype=np.uint8)
+            grown[:self.arena.size] = self.arena
+            self.arena = grown
 
     def free(self, address: int) -> None:
         index = self._index_of_start(int(address))
@@ -246,23 +257,20 @@ class GlobalHeap:
         """Arena offset for an allocation's first byte, congruent to its address modulo ARENA_ALIGN
         so that aligned program addresses are aligned arena offsets too."""
         needed = _storage_span(address, nbytes)
-        base = None
         for position, (offset, size) in enumerate(self._holes):
             if size >= needed:
-                base = offset
                 if size == needed:
                     del self._holes[position]
                 else:
                     self._holes[position] = (offset + needed, size - needed)
-                break
-        if base is None:
-            base = self._arena_top
-            self._arena_top += needed
-            if self._arena_top > self.arena.size:
-                grown = np.zeros(max(self._arena_top, 2 * self.arena.size, 1 << 20), dtype=np.uint8)
-                grown[:self.arena.size] = self.arena
-                self.arena = grown
-        self.arena[base:base + needed] = 0
+                self.arena[offset:offset + needed] = 0
+                return offset + address % ARENA_ALIGN
+        base = self._arena_top
+        self._arena_top += needed
+        self._grow_to(self._arena_top)
+        if base < self._used_top:
+            self.arena[base:min(self._arena_top, self._used_top)] = 0
+        self._used_top = max(self._used_top, self._arena_top)
         return base + address % ARENA_ALIGN
 
     def _give_back_storage(self, address: int, offset: int, nbytes: int) -> None:
