@@ -336,7 +336,7 @@ class Batch:
         turn = 0
         turn_limit = self.turn_limit
         spin_limit = self.spin_limit
-        fast = observer is None and turn_limit is None
+        fast = (observer is None or not observer.per_instruction) and turn_limit is None
         straight_run = self.straight_run
         while True:
             if fast and straight_run[pc] > 1:
@@ -348,6 +348,8 @@ class Batch:
                     count = end - pc
                     self.warp_instructions += warps * count
                     self.thread_instructions += lanes * count
+                    if observer is not None:
+                        observer.steps(self, pc, end, sel, warps, lanes)
                     pc = end
                     if pc >= others:
                         self.rpc[sel] = pc

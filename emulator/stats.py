@@ -172,6 +172,14 @@ class MemoryStats(Observer):
         self.warp_count[pc] += warps
         self.lane_count[pc] += lanes
 
+    per_instruction = False
+
+    def steps(self, batch, first_pc: int, end_pc: int, sel, warps: int, lanes: int) -> None:
+        warp_count, lane_count = self.warp_count, self.lane_count
+        for pc in range(first_pc, end_pc):
+            warp_count[pc] += warps
+            lane_count[pc] += lanes
+
     def branch(self, batch, instr, sel, taken: int, lanes: int) -> None:
         if not 0 < taken < lanes or instr.guard is None:
             return

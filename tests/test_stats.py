@@ -436,3 +436,19 @@ def test_bad_bank_mode_is_one_line_with_status_2():
                     "--block", "32,32", "--arg", "zeros:i32:1024", "--bank-mode", "3")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "--bank-mode" in result.stderr and "Traceback" not in result.stderr
+
+
+class _OneInstructionAtATime(MemoryStats):
+    per_instruction = True
+
+
+@pytest.mark.parametrize("example, name", [("dot", "dot"), ("collatz", "collatz"), ("transpose", "setRowReadCol")])
+def test_counting_straight_line_runs_at_once_gives_the_per_instruction_counts(example, name):
+    spec = next(s for s in read_launches(EXAMPLES / example / "launches.json") if s.name == name)
+    results = []
+    for observer in (MemoryStats(), _OneInstructionAtATime()):
+        emulator.load(spec.ptx).kernel(spec.kernel).launch(spec.grid, spec.block, spec.arguments(), spec.shared,
+                                                           observer=observer)
+        results.append((observer.warp_count, observer.lane_count, observer.line_counters()))
+    assert results[0] == results[1]
+    assert sum(results[0][0]) > 0

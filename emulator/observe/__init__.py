@@ -13,6 +13,10 @@ from typing import Iterable, List
 class Observer:
     """Base of every subscriber."""
 
+    #: False: step() and retire() are not needed one instruction at a time; the machine runs
+    #: straight-line code in its fast loop and reports each run through steps() instead
+    per_instruction = True
+
     def begin_launch(self, launch) -> None:
         """A launch is about to run its first batch (its parameter buffer is in memory)."""
 
@@ -30,6 +34,10 @@ class Observer:
 
     def retire(self, batch, instr, sel) -> None:
         """A straight-line instruction has run for sel; its destination registers hold the new values."""
+
+    def steps(self, batch, first_pc: int, end_pc: int, sel, warps: int, lanes: int) -> None:
+        """Only for observers with per_instruction False: the straight-line instructions first_pc up to
+        end_pc have run for sel (in place of their step and retire events)."""
 
     def memory(self, batch, instr, op: str, space: str, addresses, threads, width: int) -> None:
         """A memory access is about to happen: op is load/store/atomic, space the resolved space
@@ -53,6 +61,7 @@ class Observers(Observer):
 
     def __init__(self, observers: Iterable[Observer]):
         self.observers: List[Observer] = [o for o in observers if o is not None]
+        self.per_instruction = any(o.per_instruction for o in self.observers)
 
     def _fan(name):
         def method(self, *args, **kwargs):
@@ -67,6 +76,7 @@ class Observers(Observer):
     end_batch = _fan("end_batch")
     step = _fan("step")
     retire = _fan("retire")
+    steps = _fan("steps")
     memory = _fan("memory")
     branch = _fan("branch")
     barrier = _fan("barrier")
