@@ -6,7 +6,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from .lower import lower_kernel, variable_align, variable_size
 from .machine import Batch, BatchLayout
 from .memory import DeviceFault, Memory
 from .syntax_cache import parse_cached
+from .uniform import uniform_registers
 
 if accel.fma_f32 is not None:
     fp.use_native_fma("f32", accel.fma_f32)
@@ -322,7 +323,14 @@ class Launch:
         self.device.launches += 1
         self.grid_id = self.device.launches
         self._layouts: Dict[int, BatchLayout] = {}
+        self._uniform: Optional[Set[int]] = None
         self._check_configuration(max_dynamic_shared)
+
+    def uniform_registers(self) -> Set[int]:
+        """The program's launch-uniform registers (emulator.uniform), worked out once per launch."""
+        if self._uniform is None:
+            self._uniform = uniform_registers(self.program)
+        return self._uniform
 
     def batch_layout(self, n_ctas: int) -> BatchLayout:
         """The thread indices of a batch of n_ctas CTAs, built once per size."""

@@ -16,7 +16,6 @@ from .executors import ALL, count_of, lanes_of, reader, subselect, writer
 from .lower import FUNC_PARAM_BASE
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, DeviceFault
 from .printf import format_printf
-from .uniform import uniform_registers
 
 INF = np.iinfo(np.int32).max
 _NONE = np.empty(0, dtype=np.int64)
@@ -104,7 +103,7 @@ class Batch:
         self._rotation_cursor = -1
         self.policy = launch.policy
         self.turn_limit = getattr(self.policy, "turn_limit", None)
-        self.uniform = uniform_registers(program)
+        self.uniform = launch.uniform_registers()
         self.uniform_values = {index: self.regs[index].dtype.type(0) for index in self.uniform}
         self.executors = [self._bind(instr) for instr in program.instrs]
         self.straight_run = self._straight_runs(program.instrs)

@@ -74,17 +74,22 @@ def returning_atomics(program: ir.Program) -> List[bool]:
     """Per pc: an atom whose old value some other instruction names. ptxas keeps those as ATOMS with a
     destination, which the H100 serialises lane by lane; atoms whose result goes unused become
     ATOMS.POPC.INC or aggregated ATOMS with RZ, where lanes on one word share a wavefront."""
-    mentions: Dict[int, int] = {}
+    destinations = {instr.pc: instr.operands[0].reg.index for instr in program.instrs
+                    if instr.op_class == "atom" and instr.operands and isinstance(instr.operands[0], ir.RegRef)}
+    returning = [False] * len(program.instrs)
+    if not destinations:
+        return returning
+    wanted = set(destinations.values())
+    mentions = dict.fromkeys(wanted, 0)
     for instr in program.instrs:
-        if instr.guard is not None:
-            mentions[instr.guard[0].index] = mentions.get(instr.guard[0].index, 0) + 1
+        if instr.guard is not None and instr.guard[0].index in wanted:
+            mentions[instr.guard[0].index] += 1
         for operand in instr.operands:
             for index in _registers_in(operand):
-                mentions[index] = mentions.get(index, 0) + 1
-    returning = []
-    for instr in program.instrs:
-        dest = instr.operands[0] if instr.op_class == "atom" and instr.operands else None
-        returning.append(isinstance(dest, ir.RegRef) and mentions.get(dest.reg.index, 0) > 1)
+                if index in wanted:
+                    mentions[index] += 1
+    for pc, index in destinations.items():
+        returning[pc] = mentions[index] > 1
     return returning
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
@@ -138,6 +138,7 @@ _SLOT_TOKENS = {f"T{i}": i for i in range(4)}
 _OPERAND_WORDS = ("addr", "label", "call")
 
 
+@lru_cache(maxsize=8192)
 def parse_signature(text: str, types: Tuple[str, ...]) -> Signature:
     """'T <- T, u32, pred?' → concrete types; T/T0 is the first type slot, T1 the second, W is T widened."""
     dest_text, _, src_text = text.partition("<-")
