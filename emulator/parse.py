@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
@@ -359,13 +359,14 @@ class _ToSyntax(Transformer):
         return None
 
 
-def _describe_expected(expected) -> str:
+def describe_expected(parser: Lark, terminal_words: Dict[str, str], expected) -> str:
+    """'; expected one of …' in words a reader knows (at most six), or '' when lark names nothing."""
     words = []
     for name in sorted(expected):
-        word = _TERMINAL_WORDS.get(name)
+        word = terminal_words.get(name)
         if word is None:
             try:
-                pattern = _parser().get_terminal(name).pattern
+                pattern = parser.get_terminal(name).pattern
                 word = f"'{pattern.value}'" if pattern.type == "str" else name.lower()
             except KeyError:
                 word = name.lower()
@@ -378,7 +379,9 @@ def _describe_expected(expected) -> str:
     return "; expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))
 
 
-def _syntax_error(source: str, text: str, error: UnexpectedInput) -> PTXSyntaxError:
+def syntax_error(parser: Lark, terminal_words: Dict[str, str], source: str, text: str,
+                 error: UnexpectedInput) -> PTXSyntaxError:
+    """The error to raise for lark's `error` while parsing `text` (named `source`)."""
     lines = text.splitlines()
     line = getattr(error, "line", None) or (len(lines) if lines else 1)
     col = getattr(error, "column", None) or 1
@@ -388,15 +391,16 @@ def _syntax_error(source: str, text: str, error: UnexpectedInput) -> PTXSyntaxEr
     if isinstance(error, UnexpectedToken):
         token = error.token
         what = "end of file" if token.type == "$END" else f"'{token}'"
-        expected = _describe_expected(error.accepts or error.expected)
+        expected = error.accepts or error.expected
     elif isinstance(error, UnexpectedCharacters):
         what = f"character '{text[error.pos_in_stream]}'" if error.pos_in_stream < len(text) else "end of file"
-        expected = _describe_expected(error.allowed or ())
+        expected = error.allowed or ()
     else:
         what = "end of file"
-        expected = _describe_expected(getattr(error, "expected", ()) or ())
+        expected = getattr(error, "expected", ()) or ()
     context = f' in "{source_line}"' if source_line else ""
-    return PTXSyntaxError(source, line, col, f"unexpected {what}{context}{expected}")
+    return PTXSyntaxError(source, line, col,
+                          f"unexpected {what}{context}{describe_expected(parser, terminal_words, expected)}")
 
 
 def parse(text: str, source: str = "<ptx>") -> S.Module:
@@ -405,7 +409,7 @@ def parse(text: str, source: str = "<ptx>") -> S.Module:
         tree = _parser().parse(text)
         items = _ToSyntax().transform(tree).children
     except UnexpectedInput as error:
-        raise _syntax_error(source, text, error) from None
+        raise syntax_error(_parser(), _TERMINAL_WORDS, source, text, error) from None
     except VisitError as error:
         raise PTXSyntaxError(source, 1, 1, f"cannot read PTX: {error.orig_exc}") from None
     except RecursionError:

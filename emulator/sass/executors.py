@@ -337,14 +337,11 @@ def _to_registers(raw: np.ndarray, width: int, signed: bool) -> np.ndarray:
     return values.astype(np.int64).astype(U32).reshape(n, 1)
 
 
-def build_load(batch, instr, plan) -> Callable:
-    where = address_reader(batch, plan.sources[0], plan.space)
-    writers = [value_writer(batch, ref, 32) for ref in plan.dests]
-    width = plan.width
-    signed = any(m in ("S8", "S16") for m in plan.mods)
+def _register_loader(batch, instr, where, writers, width: int, signed: bool) -> Callable:
+    """sel → the addresses it loaded from, after writing the loaded words to the destination registers."""
     memory, observe = batch.memory, batch.observer
 
-    def execute(sel):
+    def load(sel):
         space, addresses, threads = where(sel)
         if observe is not None:
             observe.memory(batch, instr, "load", space, addresses, threads, width)
@@ -356,7 +353,15 @@ def build_load(batch, instr, plan) -> Callable:
         for index, write in enumerate(writers):
             if write is not None:
                 write(sel, words[:, index])
-    return execute
+        return addresses
+    return load
+
+
+def build_load(batch, instr, plan) -> Callable:
+    where = address_reader(batch, plan.sources[0], plan.space)
+    writers = [value_writer(batch, ref, 32) for ref in plan.dests]
+    signed = any(m in ("S8", "S16") for m in plan.mods)
+    return _register_loader(batch, instr, where, writers, plan.width, signed)
 
 
 def _store_data(readers, sel, n: int, width: int) -> np.ndarray:
@@ -488,21 +493,10 @@ def build_lock_load(batch, instr, plan) -> Callable:
     where = address_reader(batch, plan.sources[0], "shared")
     write_pred = value_writer(batch, plan.dests[0], 1)
     writers = [value_writer(batch, ref, 32) for ref in plan.dests[1:]]
-    width = plan.width
-    memory, observe = batch.memory, batch.observer
+    load = _register_loader(batch, instr, where, writers, plan.width, False)
 
     def execute(sel):
-        space, addresses, threads = where(sel)
-        if observe is not None:
-            observe.memory(batch, instr, "load", space, addresses, threads, width)
-        try:
-            raw = memory.load(space, addresses, threads, width)
-        except DeviceFault as fault:
-            raise _fault(batch, instr, fault, sel) from None
-        words = _to_registers(raw.reshape(len(addresses), width), width, False)
-        for index, write in enumerate(writers):
-            if write is not None:
-                write(sel, words[:, index])
+        addresses = load(sel)
         keys = _lock_keys(batch, sel, addresses)
         table = lock_table(batch).reshape(-1)
         won = (table[keys] < 0) & _first_of_each(keys)

@@ -6,11 +6,12 @@ from functools import lru_cache
 from typing import List, Optional
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedInput, VisitError
 
 from grammars import grammar_text
 
 from ..errors import PTXSyntaxError
+from ..parse import syntax_error
 from ..syntax import Pos
 from . import syntax as S
 
@@ -132,53 +133,13 @@ class _ToSyntax(Transformer):
         return ("function", str(token).split(":", 1)[1].strip(), token)
 
 
-def _describe_expected(expected) -> str:
-    words = []
-    for name in sorted(expected):
-        word = _TERMINAL_WORDS.get(name)
-        if word is None:
-            try:
-                pattern = _parser().get_terminal(name).pattern
-                word = f"'{pattern.value}'" if pattern.type == "str" else name.lower()
-            except KeyError:
-                word = name.lower()
-        if word not in words:
-            words.append(word)
-    if not words:
-        return ""
-    if len(words) > 6:
-        words = words[:6] + ["..."]
-    return "; expected " + (words[0] if len(words) == 1 else "one of " + ", ".join(words))
-
-
-def _syntax_error(source: str, text: str, error: UnexpectedInput) -> PTXSyntaxError:
-    lines = text.splitlines()
-    line = getattr(error, "line", None) or (len(lines) if lines else 1)
-    col = getattr(error, "column", None) or 1
-    if line == -1:
-        line, col = len(lines) or 1, 1
-    source_line = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    if isinstance(error, UnexpectedToken):
-        token = error.token
-        what = "end of file" if token.type == "$END" else f"'{token}'"
-        expected = _describe_expected(error.accepts or error.expected)
-    elif isinstance(error, UnexpectedCharacters):
-        what = f"character '{text[error.pos_in_stream]}'" if error.pos_in_stream < len(text) else "end of file"
-        expected = _describe_expected(error.allowed or ())
-    else:
-        what = "end of file"
-        expected = _describe_expected(getattr(error, "expected", ()) or ())
-    context = f' in "{source_line}"' if source_line else ""
-    return PTXSyntaxError(source, line, col, f"unexpected {what}{context}{expected}")
-
-
 def parse_listing(text: str, source: str = "<sass>") -> S.Listing:
     """Parse a SASS listing into its functions; raise PTXSyntaxError (file:line:col) on bad input."""
     try:
         tree = _parser().parse(text)
         items = _ToSyntax().transform(tree).children
     except UnexpectedInput as error:
-        raise _syntax_error(source, text, error) from None
+        raise syntax_error(_parser(), _TERMINAL_WORDS, source, text, error) from None
     except VisitError as error:
         raise PTXSyntaxError(source, 1, 1, f"cannot read SASS: {error.orig_exc}") from None
     arch: Optional[str] = None
