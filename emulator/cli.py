@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -118,6 +119,29 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     return parser
 
 
+class ProgressLine:
+    """A CTA counter on one terminal line, shown once a launch has run for `delay` seconds."""
+
+    def __init__(self, stream, kernel_name: str, delay: float = 2.0):
+        self.stream, self.kernel_name, self.delay = stream, kernel_name, delay
+        self.started = time.monotonic()
+        self.width = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        elapsed = time.monotonic() - self.started
+        if elapsed < self.delay or done >= total:
+            return
+        text = f"gpuemu: {self.kernel_name}: {done:,} of {total:,} CTAs ({100 * done // total}%), {elapsed:.0f} s"
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+
+    def close(self) -> None:
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+
+
 def prepare_launch(options):
     """Load the module, resolve the kernel, set constants and parse the arguments."""
     from .launch import Device, Module
@@ -144,7 +168,7 @@ def prepare_launch(options):
 
 
 def command_run(options) -> int:
-    from .launch import DEFAULT_MAX_STEPS
+    from .launch import DEFAULT_MAX_STEPS, plain_name
     from .observe import combine
     module, kernel, args, grid, block = prepare_launch(options)
     if options.out:
@@ -158,16 +182,21 @@ def command_run(options) -> int:
             attached.append((feature, observer))
         if policy is None and hasattr(feature, "policy_for"):
             policy = feature.policy_for(options)
+    progress = ProgressLine(sys.stderr, plain_name(kernel.name)) if sys.stderr.isatty() else None
     try:
         stats = kernel.launch(grid, block, args, options.shared,
                               max_steps=options.max_steps or DEFAULT_MAX_STEPS,
                               max_dynamic_shared=options.max_dynamic_shared,
-                              observer=combine(*(observer for _, observer in attached)), policy=policy)
+                              observer=combine(*(observer for _, observer in attached)), policy=policy,
+                              progress=progress)
     except DeviceError as error:
         if options.json:
             write_json_atomically(options.json, {"status": "error", "error": error.cuda_error,
                                                  "message": error.summary})
         raise
+    finally:
+        if progress is not None:
+            progress.close()
     report = stats.as_dict()
     report["status"] = "ok"
     finding = None

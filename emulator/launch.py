@@ -284,15 +284,16 @@ class Kernel:
     def launch(self, grid, block, args: Sequence, shared: int = 0, *, max_steps: int = DEFAULT_MAX_STEPS,
                observer=None, policy=None, max_dynamic_shared: Optional[int] = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, arch: Union[str, int, None] = None,
-               spin_limit: Optional[int] = None) -> LaunchStats:
+               spin_limit: Optional[int] = None, progress=None) -> LaunchStats:
         """Run the kernel; numpy array arguments are copied to the device and written back in place.
 
         observer: an emulator.observe.Observer (statistics, traces, checkers, debugger); policy: a
         scheduling policy object with select(batch) (and optionally turn_limit) replacing the default
-        lowest-pc-first choice of the next group of threads. arch and spin_limit default to the device's."""
+        lowest-pc-first choice of the next group of threads. arch and spin_limit default to the device's.
+        progress: called with (CTAs done, CTAs in all) after each batch of CTAs."""
         launch = Launch(self, dim3(grid), dim3(block), int(shared), observer=observer, policy=policy,
                         max_dynamic_shared=max_dynamic_shared, arch=arch, spin_limit=spin_limit)
-        return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes)
+        return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress)
 
 
 class DevicePointer(int):
@@ -423,7 +424,7 @@ class Launch:
         return np.array(int(value) & mask, dtype=np.dtype(f"u{t.bytes}")).view(t.dtype)[()]
 
     # ---- running ----
-    def run(self, args: list, *, max_steps: int, batch_bytes: int) -> LaunchStats:
+    def run(self, args: list, *, max_steps: int, batch_bytes: int, progress=None) -> LaunchStats:
         start = time.perf_counter()
         buffer, copies = self._parameter_buffer(args)
         self.param_base = self.memory.alloc(buffer.size, kind="param", name="__params__")
@@ -462,6 +463,8 @@ class Launch:
                 stats.steps += batch.steps
                 stats.batches += 1
                 cta += count
+                if progress is not None:
+                    progress(cta, total_ctas)
             for array, address, nbytes in copies:
                 if nbytes and array.flags.writeable:
                     array.reshape(-1).view(np.uint8)[:] = self.memory.read(address, nbytes)

@@ -132,3 +132,31 @@ def test_run_without_args_passes_zeroed_buffers_and_says_so(tmp_path):
 def test_python_dash_m_and_isa_listing():
     result = gpuemu("isa")
     assert result.returncode == 0 and "ld" in result.stdout.split() and "atom" in result.stdout.split()
+
+
+def test_launch_reports_progress_after_each_batch_of_ctas():
+    import emulator
+    module = emulator.load(str(ROOT / "examples" / "vecadd" / "vecadd.ptx"))
+    n = 64 * 256
+    seen = []
+    module.kernel("vecadd").launch(64, 256, [np.ones(n, np.float32), np.ones(n, np.float32),
+                                             np.zeros(n, np.float32), np.int32(n)],
+                                   batch_bytes=1 << 18, progress=lambda done, total: seen.append((done, total)))
+    assert len(seen) > 2 and seen[-1] == (64, 64)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+
+
+def test_progress_line_waits_for_its_delay_and_clears_itself():
+    import io
+    from emulator.cli import ProgressLine
+    stream = io.StringIO()
+    quiet = ProgressLine(stream, "vecadd", delay=3600)
+    quiet(10, 100)
+    quiet.close()
+    assert stream.getvalue() == ""
+    line = ProgressLine(stream, "vecadd", delay=0)
+    line(10, 100)
+    line(100, 100)
+    assert stream.getvalue() == "\rgpuemu: vecadd: 10 of 100 CTAs (10%), 0 s"
+    line.close()
+    assert stream.getvalue().endswith("\r" + " " * len("gpuemu: vecadd: 10 of 100 CTAs (10%), 0 s") + "\r")
