@@ -181,7 +181,10 @@ class TraceWriter(Observer):
         self._finish({"end": "ok", "records": self.records})
 
     def launch_failed(self, launch, error) -> None:
-        self._finish({"end": error.cuda_error, "records": self.records, "message": error.summary})
+        # the message names the PTX file as it was given; a trace names it by its base name only
+        source = launch.program.source_name
+        message = error.summary.replace(source, os.path.basename(source)) if source else error.summary
+        self._finish({"end": error.cuda_error, "records": self.records, "message": message})
 
     def _finish(self, record) -> None:
         if self.finished:
