@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from . import ir
-from .executors import ALL
+from .executors import ALL, lanes_of
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, interleaved_local, phase_lanes
 from .observe import Observer
 
@@ -165,6 +165,12 @@ class MemoryStats(Observer):
         self.shared_samples: Dict[int, Dict[int, Tuple[np.ndarray, np.ndarray, int]]] = {}
         self._declared = []
         self._returning = returning_atomics(program)
+        # SASS lowering adds synthetic instructions (lock arbitration, reconvergence branches): they
+        # run, but the hardware executes no such instruction, so the counters leave them out
+        self._synthetic = {instr.pc for instr in program.instrs if instr.info.get("synthetic")}
+        self._lock_pcs = sorted(instr.pc for instr in program.instrs if instr.info.get("lock") == "acquire")
+        #: (block, warp in block) → times the warp executed an LDSLK (went round its lock loop)
+        self.lock_rounds: Dict[Tuple[int, int], int] = {}
         for instr in program.instrs:
             space = instr.decoded.get("space", "") if instr.decoded is not None else ""
             space = space or ""
@@ -176,6 +182,8 @@ class MemoryStats(Observer):
         pc = instr.pc
         self.warp_count[pc] += warps
         self.lane_count[pc] += lanes
+        if self._lock_pcs and pc in self._lock_pcs:
+            self._count_lock_round(batch, sel)
 
     per_instruction = False
 
@@ -184,6 +192,16 @@ class MemoryStats(Observer):
         for pc in range(first_pc, end_pc):
             warp_count[pc] += warps
             lane_count[pc] += lanes
+        if self._lock_pcs:
+            for pc in self._lock_pcs:
+                if first_pc <= pc < end_pc:
+                    self._count_lock_round(batch, sel)
+
+    def _count_lock_round(self, batch, sel) -> None:
+        warps_per_cta = batch.tpc_pad // WARP
+        for warp in np.unique(lanes_of(sel, batch.n) >> 5).tolist():
+            key = (batch.cta_start + warp // warps_per_cta, warp % warps_per_cta)
+            self.lock_rounds[key] = self.lock_rounds.get(key, 0) + 1
 
     def branch(self, batch, instr, sel, taken: int, lanes: int) -> None:
         if not 0 < taken < lanes or instr.guard is None:
@@ -286,7 +304,7 @@ class MemoryStats(Observer):
     # ---- results ----
     def instruction_counters(self, pcs) -> Dict[str, object]:
         """The counters of a set of instructions (a line, a function, the whole kernel) under ncu/nvprof names."""
-        pcs = list(pcs)
+        pcs = [pc for pc in pcs if pc not in self._synthetic]
         instrs = self.program.instrs
         result: Dict[str, object] = {}
         warps = sum(self.warp_count[pc] for pc in pcs)
@@ -310,6 +328,12 @@ class MemoryStats(Observer):
         """Whole-kernel counters (every launch this observer saw)."""
         counters = self.instruction_counters(range(len(self.program.instrs)))
         counters["bank_mode"] = self.bank_bytes
+        if self._lock_pcs:
+            rounds = list(self.lock_rounds.values())
+            counters["ldslk_rounds_per_warp"] = {f"{block},{warp}": count
+                                                 for (block, warp), count in sorted(self.lock_rounds.items())}
+            counters["ldslk_rounds_max"] = max(rounds, default=0)
+            counters["ldslk_rounds_mean"] = _ratio(sum(rounds), len(rounds))
         return counters
 
     def kinds_of(self, pcs) -> List[str]:
@@ -434,6 +458,10 @@ def format_table(counters: Dict[str, object], title: str) -> str:
     lines.append(f"  branches: {counters['branches']:,} ({counters['divergent_branches']:,} divergent, efficiency "
                  f"{'-' if branch_efficiency is None else f'{branch_efficiency:.1f}%'}); "
                  f"barriers: {counters['barriers']:,}")
+    if counters.get("ldslk_rounds_per_warp"):
+        rounds = list(counters["ldslk_rounds_per_warp"].values())
+        lines.append(f"  LDSLK lock loop: rounds per warp min {min(rounds)}, mean {counters['ldslk_rounds_mean']:.1f}, "
+                     f"max {max(rounds)} ({len(rounds)} warps)")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ from emulator.sass import table as T
 from emulator.sass.mangle import parameter_types
 from emulator.sass.module import SassModule
 from emulator.spec import check_launch, read_launches
+from emulator.stats import MemoryStats
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "examples" / "sass"
@@ -782,3 +783,19 @@ def test_switch_early_exit_and_divergent_loop(arch):
             r -= 999
         want.append(12345 if v < -50 else r)
     assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("listing, kernel, rounds", [("return32.sm_20.sass", "Return32", 1),
+                                                      ("return32one.sm_20.sass", "Return32One", 32)])
+def test_stats_report_each_warps_trips_round_the_ldslk_loop(listing, kernel, rounds):
+    # the seed: one trip when every lane has its own word, 32 when a whole warp hits one word
+    stats = MemoryStats()
+    module = emulator.load(SEED / listing)
+    module.kernel(kernel).launch(1, 64, [np.zeros(1, np.int32), np.zeros(64, np.int32), PIN.astype(np.int32)],
+                                 256, observer=stats)
+    counters = stats.kernel_counters()
+    assert counters["ldslk_rounds_per_warp"] == {"0,0": rounds, "0,1": rounds}
+    assert counters["ldslk_rounds_max"] == rounds
+    synthetic = sum(1 for instr in module.kernel(kernel).program.instrs if instr.info.get("synthetic"))
+    assert synthetic > 0
+    assert counters["warp_instructions"] < sum(stats.warp_count)
