@@ -520,7 +520,7 @@ def build_mbarrier(batch, instr: ir.Instr):
     plan = AddressPlan(batch, instr, operands[0], decoded.get("space", "shared"))
     extra = [reader(batch, ref, "b64" if op in ("test_wait", "try_wait") and not decoded.has("parity") else "u32")
              for ref in operands[1:]]
-    expect_tx = decoded.has("expect_tx") or op == "expect_tx"
+    expect_tx = decoded.has("expecttx") or op == "expect_tx"
     write_dest = writer(batch, dest, "pred" if op in ("test_wait", "try_wait") else
                         ("u32" if op == "pending_count" else "b64")) if dest is not None else None
     memory = batch.memory

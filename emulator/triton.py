@@ -4,7 +4,7 @@
     emulator.triton.launch(compiled, grid=(programs,), args=[x, y, out, n])
 
 Triton launches a grid of programs with num_warps × 32 threads each, asks for the metadata's
-dynamic shared memory, and appends two pointers to every kernel's parameter list (a global and a
+dynamic shared memory (opting in above 48 KB, as Triton's launcher does), and appends two pointers to every kernel's parameter list (a global and a
 profile scratch buffer); gpuemu allocates those buffers when the metadata asks for them.
 """
 from __future__ import annotations
@@ -45,5 +45,7 @@ def launch(compiled, grid: Sequence[int], args: Sequence, *, device: Optional[De
                       getattr(metadata, "profile_scratch_align", 1), programs)]
     kernel = module.kernel(metadata.name)
     trailing = len(kernel.params) - len(args)
+    # Triton's launcher opts in to dynamic shared memory beyond 48 KB (cudaFuncSetAttribute) itself
+    options.setdefault("max_dynamic_shared", metadata.shared)
     return kernel.launch(grid, (metadata.num_warps * 32, 1, 1), list(args) + extra[:max(trailing, 0)],
                          metadata.shared, **options)

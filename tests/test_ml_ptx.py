@@ -218,3 +218,70 @@ def test_ldmatrix_hands_each_lane_its_isa_fragment_and_stmatrix_writes_it_back(t
             assert tuple(got[lane, m]) == want
     expected_back = np.stack([m.T for m in matrices]).reshape(-1) if transpose else rows
     assert np.array_equal(back, expected_back)
+
+
+MBARRIER_TX_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+.reg .b64 %rd<4>;
+.reg .b32 %r<6>;
+.reg .pred %p<4>;
+.shared .align 8 .b64 bar;
+ld.param.u64 %rd1, [out];
+cvta.to.global.u64 %rd1, %rd1;
+mov.u32 %r1, bar;
+mbarrier.init.shared.b64 [%r1], 1;
+mbarrier.arrive.expect_tx.shared.b64 %rd2, [%r1], 16;
+mbarrier.test_wait.shared.b64 %p1, [%r1], %rd2;
+mbarrier.complete_tx.shared.b64 [%r1], 8;
+mbarrier.test_wait.shared.b64 %p2, [%r1], %rd2;
+mbarrier.complete_tx.shared.b64 [%r1], 8;
+mbarrier.test_wait.shared.b64 %p3, [%r1], %rd2;
+selp.u32 %r2, 1, 0, %p1;
+selp.u32 %r3, 1, 0, %p2;
+selp.u32 %r4, 1, 0, %p3;
+st.global.v4.u32 [%rd1], {%r2, %r3, %r4, %r2};
+ret;
+}
+"""
+
+
+def test_mbarrier_arrive_expect_tx_holds_the_phase_until_every_byte_completes():
+    # PTX ISA: arrive.expect_tx raises the tx-count by 16 before its arrival, so the phase completes
+    # only when complete_tx has brought the tx-count back to zero (the H100 agrees: 0 before)
+    out = np.zeros(4, np.uint32)
+    emulator.load(MBARRIER_TX_PTX).kernel("k").launch(1, 1, [out])
+    assert out[:3].tolist() == [0, 0, 1]
+
+
+BIG_SHARED_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.extern .shared .align 16 .b8 global_smem[];
+.visible .entry big_shared(.param .u64 out, .param .u64 scratch, .param .u64 profile)
+{
+.reg .b32 %r<4>;
+.reg .b64 %rd<3>;
+mov.u32 %r1, global_smem;
+add.u32 %r2, %r1, 65000;
+st.shared.u32 [%r2], 7;
+ld.shared.u32 %r3, [%r2];
+ld.param.u64 %rd1, [out];
+cvta.to.global.u64 %rd2, %rd1;
+st.global.u32 [%rd2], %r3;
+ret;
+}
+"""
+
+
+def test_triton_launch_opts_in_to_the_dynamic_shared_memory_its_metadata_asks_for():
+    # Triton's own launcher raises cudaFuncAttributeMaxDynamicSharedMemorySize above 48 KB
+    from types import SimpleNamespace
+    from emulator import triton as gpuemu_triton
+    compiled = SimpleNamespace(asm={"ptx": BIG_SHARED_PTX},
+                               metadata=SimpleNamespace(name="big_shared", num_warps=1, shared=65536))
+    out = np.zeros(1, np.uint32)
+    gpuemu_triton.launch(compiled, (1,), [out])
+    assert out[0] == 7
