@@ -799,3 +799,16 @@ def test_stats_report_each_warps_trips_round_the_ldslk_loop(listing, kernel, rou
     synthetic = sum(1 for instr in module.kernel(kernel).program.instrs if instr.info.get("synthetic"))
     assert synthetic > 0
     assert counters["warp_instructions"] < sum(stats.warp_count)
+
+
+def test_ctas_on_one_sm_share_its_256_ldslk_locks():
+    # the seed: 256 locks per SM, indexed by bits 2-9 of the shared address; %smid is the CTA modulo 132
+    from types import SimpleNamespace
+    from emulator.executors import ALL
+    from emulator.sass.executors import _lock_keys
+    batch = SimpleNamespace(n=4 * 32, cta_of=np.repeat(np.arange(4), 32), cta_start=131)
+    addresses = np.full(4 * 32, 0x404, dtype=np.uint64)
+    keys = _lock_keys(batch, ALL, addresses).reshape(4, 32)
+    sm_of_cta = [131, 0, 1, 2]
+    assert keys[:, 0].tolist() == [sm * 256 + 1 for sm in sm_of_cta]
+    assert (keys == keys[:, :1]).all()

@@ -21,7 +21,9 @@ U32, U64 = np.uint32, np.uint64
 #: 32-bit pointers (Fermi code for a 32-bit host) address the 4 GiB of global memory starting here
 ADDRESS_HIGH = GLOBAL_BASE & ~0xFFFFFFFF
 BANK_BYTES = 64 * 1024
-LOCKS_PER_CTA = 256
+#: Fermi's shared-memory locks: 256 per SM (the seed), indexed by bits 2-9 of the shared address; CTAs share
+#: their SM's as %smid places them (CTA number modulo the SM count)
+LOCKS_PER_SM, LOCK_SMS = 256, 132
 #: sm_90 bank 0: the launch's dynamic shared-memory size and the shared memory reserved below user data
 DYNAMIC_SHARED_OFFSET, SHARED_RESERVE_OFFSET = 0x2C, 0x114
 _SIGN = {"f": 0x80000000, "F": 1 << 63, "h": 0x80008000, "hb": 0x80008000}
@@ -434,19 +436,19 @@ def build_atomic(batch, instr, plan) -> Callable:
 # ---- LDSLK / STSUL: shared-memory locks ------------------------------------------------------------------
 
 def lock_table(batch) -> np.ndarray:
-    """Per CTA, the thread holding each of the 256 shared-memory locks (-1: free)."""
+    """Per SM, the thread holding each of its 256 shared-memory locks (-1: free)."""
     table = getattr(batch, "sass_locks", None)
     if table is None:
-        table = np.full((batch.n_ctas, LOCKS_PER_CTA), -1, dtype=np.int64)
+        table = np.full((LOCK_SMS, LOCKS_PER_SM), -1, dtype=np.int64)
         batch.sass_locks = table
     return table
 
 
 def _lock_keys(batch, sel, addresses) -> np.ndarray:
-    """cta * 256 + lock index; the lock index is bits 2-9 of the shared address."""
+    """sm * 256 + lock index; the lock index is bits 2-9 of the shared address."""
     lanes = lanes_of(sel, batch.n)
-    locks = ((addresses >> U64(2)) & U64(LOCKS_PER_CTA - 1)).astype(np.int64)
-    return batch.cta_of[lanes] * LOCKS_PER_CTA + locks
+    locks = ((addresses >> U64(2)) & U64(LOCKS_PER_SM - 1)).astype(np.int64)
+    return (batch.cta_of[lanes] + batch.cta_start) % LOCK_SMS * LOCKS_PER_SM + locks
 
 
 def _first_of_each(keys: np.ndarray) -> np.ndarray:
