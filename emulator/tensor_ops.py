@@ -123,26 +123,38 @@ def _whole_warps(batch, sel, instr) -> np.ndarray:
     return warps
 
 
-def build_ldmatrix(batch, instr: ir.Instr):
+def _matrix_operands(batch, instr: ir.Instr, registers_at: int, what: str):
+    """ldmatrix/stmatrix: (matrix count, transposed?, the register operands, the row-address plan)."""
     decoded = instr.decoded
     count = {"x1": 1, "x2": 2, "x4": 4}[decoded.get("matrixnum", "x1")]
-    transpose = decoded.has("trans")
-    dest = instr.operands[0]
-    dests = dest.items if isinstance(dest, ir.VecRef) else (dest,)
-    if len(dests) != count:
-        raise batch.lowering_error(instr, f"ldmatrix .x{count} needs {count} destination registers")
+    registers = instr.operands[registers_at]
+    registers = registers.items if isinstance(registers, ir.VecRef) else (registers,)
+    if len(registers) != count:
+        raise batch.lowering_error(instr, f"{instr.opcode.split('.')[0]} .x{count} needs {count} {what} registers")
+    plan = AddressPlan(batch, instr, instr.operands[1 - registers_at], decoded.get("space", "shared"))
+    return count, decoded.has("trans"), registers, plan
+
+
+def _row_lanes(batch, sel, instr, plan, count: int):
+    """The threads of the warps sel covers, and the space, row addresses and owners of the 8 × count
+    lanes of each warp that name a matrix row."""
+    warps = _whole_warps(batch, sel, instr)
+    threads = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
+    space, addresses, _ = plan.addresses(threads)
+    rows = addresses.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
+    owner = threads.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
+    return warps, threads, space, rows, owner
+
+
+def build_ldmatrix(batch, instr: ir.Instr):
+    count, transpose, dests, plan = _matrix_operands(batch, instr, 0, "destination")
     writes = [writer(batch, ref, "b32") for ref in dests]
-    plan = AddressPlan(batch, instr, instr.operands[1], decoded.get("space", "shared"))
     observe = batch.observer
     lane = np.arange(32)
     row, pair = lane >> 2, (lane & 3) * 2
 
     def execute(sel):
-        warps = _whole_warps(batch, sel, instr)
-        threads = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
-        space, addresses, _ = plan.addresses(threads)
-        providers = addresses.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
-        owner = threads.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
+        warps, threads, space, providers, owner = _row_lanes(batch, sel, instr, plan, count)
         if observe is not None:
             observe.memory(batch, instr, "load", space, providers, owner, 16)
         try:
@@ -165,22 +177,14 @@ def build_ldmatrix(batch, instr: ir.Instr):
 
 
 def build_stmatrix(batch, instr: ir.Instr):
-    decoded = instr.decoded
-    count = {"x1": 1, "x2": 2, "x4": 4}[decoded.get("matrixnum", "x1")]
-    transpose = decoded.has("trans")
-    source = instr.operands[1]
-    sources = source.items if isinstance(source, ir.VecRef) else (source,)
-    if len(sources) != count:
-        raise batch.lowering_error(instr, f"stmatrix .x{count} needs {count} source registers")
+    count, transpose, sources, plan = _matrix_operands(batch, instr, 1, "source")
     reads = [reader(batch, ref, "b32") for ref in sources]
-    plan = AddressPlan(batch, instr, instr.operands[0], decoded.get("space", "shared"))
     observe = batch.observer
     lane = np.arange(32)
     row, pair = lane >> 2, (lane & 3) * 2
 
     def execute(sel):
-        warps = _whole_warps(batch, sel, instr)
-        threads = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
+        warps, threads, space, targets, owner = _row_lanes(batch, sel, instr, plan, count)
         matrices = np.zeros((len(warps), count, 8, 8), dtype=np.uint16)
         for index, read in enumerate(reads):
             words = np.broadcast_to(np.asarray(read(threads)), threads.shape).reshape(len(warps), 32)
@@ -191,9 +195,6 @@ def build_stmatrix(batch, instr: ir.Instr):
             else:
                 matrices[:, index, row, pair] = low
                 matrices[:, index, row, pair + 1] = high
-        space, addresses, _ = plan.addresses(threads)
-        targets = addresses.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
-        owner = threads.reshape(len(warps), 32)[:, :8 * count].reshape(-1)
         if observe is not None:
             observe.memory(batch, instr, "store", space, targets, owner, 16)
         try:
