@@ -16,7 +16,7 @@ from isa.types import TYPES
 from . import ir
 from . import syntax as S
 from . import accel
-from . import tensor_ops  # noqa: F401  (registers the cp.async, ldmatrix and mma executors)
+from . import tensor_ops, wgmma  # noqa: F401  (register the cp.async, ldmatrix, mma and wgmma executors)
 from .errors import DeviceError, LaunchError, PTXSemanticError, UsageError
 from .lower import lower_kernel, variable_align, variable_size
 from .machine import Batch, BatchLayout

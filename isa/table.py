@@ -74,6 +74,8 @@ CATEGORIES: Dict[str, frozenset] = {name: frozenset(values.split()) for name, va
     "parity": "parity",
     "expecttx": "expect_tx",
     "nocomplete": "noComplete",
+    "wgmmaop": "mma_async fence commit_group wait_group",
+    "wgmmashape": " ".join(f"m64n{n}k{k}" for n in range(8, 257, 8) for k in (8, 16, 32, 256)),
 }.items()}
 
 #: modifiers with a `::` qualifier keep only the part before it (shared::cta → shared) except hints.
@@ -460,6 +462,7 @@ CVT_TYPES = INT_TYPES + FLOATS + ("f16", "bf16", "tf32", "f16x2", "bf16x2", "e4m
 PACKED_HALVES = ("u16x2", "s16x2")
 MMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s32", "e4m3", "e5m2")
 WMMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64")
+WGMMA_INPUTS = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")
 FLOAT_ALL = FLOATS + HALVES
 MEM_TYPES = INT_TYPES + FLOATS + ("f16", "f16x2", "bf16", "bf16x2")
 ATOM_TYPES = ("b16", "b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2")
@@ -583,6 +586,8 @@ FAMILIES: Tuple[Family, ...] = (
            op_class="mbarrier", type_optional=True),
     Family("mma", "T0 <- T1, T2, T3", (MMA_TYPES, MMA_TYPES, MMA_TYPES, MMA_TYPES),
            ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma"),
+    Family("wgmma", "<-", (("f16", "f32", "s32"), WGMMA_INPUTS, WGMMA_INPUTS),
+           ("wgmmaop", "sync", "aligned", "wgmmashape", "satfinite"), op_class="wgmma", optional_slots=3),
 )
 
 # bar / barrier write "bar.cta.sync"; the scope word belongs to its own category there.

@@ -25,6 +25,7 @@ NARROW = {
     "localarray/localarray": ["op=st"],
     "localarray/localarray_big": ["op=st"],
     "debugbuild/dot_debug": ["op=ld,st,bar"],
+    **{f"triton/matmul_{kind}_wgmma": ["op=bar,wgmma"] for kind in ("f16", "bf16", "tf32", "fp8e4m3")},
     "mathlib/bitonicSort": ["op=st,bar"],
 }
 LAUNCHES = [spec for path in sorted((ROOT / "examples").glob("*/launches.json")) for spec in read_launches(path)]
@@ -32,9 +33,10 @@ LAUNCHES = [spec for path in sorted((ROOT / "examples").glob("*/launches.json"))
 
 def golden_launch(spec):
     key = f"{spec.directory.name}/{spec.name}"
+    narrow = ["op=wgmma"] if spec.directory.name == "wgmma" else NARROW.get(key, [])
     return {"kernel": spec.kernel, "grid": spec.grid, "block": spec.block, "shared": spec.shared,
             "args": spec.args, "const": spec.const, "base_dir": str(spec.directory),
-            "filter": ["block=0", "warp=0"] + NARROW.get(key, [])}
+            "filter": ["block=0", "warp=0"] + narrow}
 
 
 @pytest.mark.parametrize("spec", LAUNCHES, ids=lambda s: f"{s.directory.name}/{s.name}")

@@ -60,6 +60,18 @@ def histogram_kernel(data_ptr, hist_ptr, n, BLOCK: tl.constexpr):
     tl.atomic_add(hist_ptr + values, 1, mask=mask)
 
 
+def _bf16_bits(values):
+    """bf16 codes (round to nearest even) of float values, as uint16."""
+    bits = values.astype(np.float32).reshape(-1).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def _fp8_codes(rng, shape):
+    """Random e4m3 codes without the NaN code, as uint8."""
+    codes = rng.integers(0, 256, int(np.prod(shape)), dtype=np.uint8)
+    return np.where((codes & 0x7F) == 0x7F, codes ^ 1, codes).astype(np.uint8)
+
+
 def compile_kernel(fn, signature, constexprs, arch, num_warps=4, num_stages=3):
     source = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
     return triton.compile(source, target=GPUTarget("cuda", arch, 32),
@@ -109,23 +121,36 @@ def main():
     emit("matmul_f32_ieee", compile_kernel(matmul_kernel, signature, {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "ieee"},
                                            80, num_stages=3), (m // 64, nn // 64, 1),
          [a32, b32, f"zeros:f32:{m * nn}"] + strides)
-    launch = emit("matmul_tf32_mma", compile_kernel(matmul_kernel, signature,
-                                                    {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "tf32"}, 80, num_stages=3),
-                  (m // 64, nn // 64, 1), [a32, b32, f"zeros:f32:{m * nn}"] + strides)
-    launch["tolerance"] = {"rel": 2e-3, "abs": 2e-3, "note": "tf32 tensor-core products (10-bit mantissa inputs)"}
+    emit("matmul_tf32_mma", compile_kernel(matmul_kernel, signature,
+                                           {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "tf32"}, 80, num_stages=3),
+         (m // 64, nn // 64, 1), [a32, b32, f"zeros:f32:{m * nn}"] + strides)
     signature16 = dict(signature, a_ptr="*fp16", b_ptr="*fp16")
     a16 = save("matmul_a_f16.npy", rng.uniform(-1, 1, (m, k)).astype(np.float16).reshape(-1))
     b16 = save("matmul_b_f16.npy", rng.uniform(-1, 1, (k, nn)).astype(np.float16).reshape(-1))
-    launch = emit("matmul_f16_mma", compile_kernel(matmul_kernel, signature16,
-                                                   {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "ieee"}, 80, num_stages=3),
-                  (m // 64, nn // 64, 1), [a16, b16, f"zeros:f32:{m * nn}"] + strides)
-    launch["tolerance"] = {"rel": 1e-5, "abs": 1e-5, "note": "f16 products are exact in f32; accumulation order"}
+    emit("matmul_f16_mma", compile_kernel(matmul_kernel, signature16,
+                                          {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "ieee"}, 80, num_stages=3),
+         (m // 64, nn // 64, 1), [a16, b16, f"zeros:f32:{m * nn}"] + strides)
 
     count = 100000
     values = save("hist_data.npy", rng.integers(0, 256, count).astype(np.int32))
     emit("histogram", compile_kernel(histogram_kernel, {"data_ptr": "*i32", "hist_ptr": "*i32", "n": "i32"},
                                      {"BLOCK": 1024}, 90), ((count + 1023) // 1024, 1, 1),
          [values, "zeros:i32:256", f"i32:{count}"])
+
+    # The same matmul for sm_90: Triton's default Hopper path, wgmma.mma_async on shared-memory descriptors.
+    fp8_tolerance = {"rel": 2.5e-4, "abs": 64, "note": "fp8 tensor-core sums keep about 13 bits (docs/tensor-cores.md)"}
+    for name, dtype, a, b, precision, tolerance in (
+            ("f16", "*fp16", a16, b16, "ieee", None),
+            ("bf16", "*bf16", save("matmul_a_bf16.npy", _bf16_bits(rng.uniform(-1, 1, (m, k)))),
+             save("matmul_b_bf16.npy", _bf16_bits(rng.uniform(-1, 1, (k, nn)))), "ieee", None),
+            ("tf32", "*fp32", a32, b32, "tf32", None),
+            ("fp8e4m3", "*fp8e4nv", save("matmul_a_e4m3.npy", _fp8_codes(rng, (m, k))),
+             save("matmul_b_e4m3.npy", _fp8_codes(rng, (k, nn))), "ieee", fp8_tolerance)):
+        launch = emit(f"matmul_{name}_wgmma", compile_kernel(matmul_kernel, dict(signature, a_ptr=dtype, b_ptr=dtype),
+                                                             {"BM": 64, "BN": 64, "BK": 32, "PRECISION": precision},
+                                                             90, num_stages=3),
+                      (m // 64, nn // 64, 1), [a, b, f"zeros:f32:{m * nn}"] + strides)
+        launch["tolerance"] = tolerance
 
     (OUT / "launches.json").write_text(json.dumps({"launches": launches}, indent=2) + "\n")
     print(f"wrote {len(launches)} launches to {OUT}")
