@@ -25,7 +25,9 @@ NARROW = {
     "localarray/localarray": ["op=st"],
     "localarray/localarray_big": ["op=st"],
     "debugbuild/dot_debug": ["op=ld,st,bar"],
-    **{f"triton/matmul_{kind}_wgmma": ["op=bar,wgmma"] for kind in ("f16", "bf16", "tf32", "fp8e4m3")},
+    **{f"triton/{name}": ["op=bar,wgmma"] for name in ("matmul_f16_wgmma", "matmul_bf16_wgmma", "matmul_tf32_wgmma",
+                                                       "matmul_fp8e4m3_wgmma", "matmul_f16_wgmma_w8")},
+    "triton/attention": ["op=st"],
     "mathlib/bitonicSort": ["op=st,bar"],
 }
 LAUNCHES = [spec for path in sorted((ROOT / "examples").glob("*/launches.json")) for spec in read_launches(path)]
@@ -46,7 +48,7 @@ def test_example_matches_its_golden_trace(spec, golden_trace):
 
 def test_golden_traces_stay_small():
     sizes = [path.stat().st_size for path in GOLDEN.glob("*.trace")]
-    assert len(sizes) == len(LAUNCHES) and sum(sizes) < 4_000_000
+    assert len(sizes) == len(LAUNCHES) and sum(sizes) < 6_000_000
 
 
 def run_cli(*args):

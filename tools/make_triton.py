@@ -60,6 +60,29 @@ def histogram_kernel(data_ptr, hist_ptr, n, BLOCK: tl.constexpr):
     tl.atomic_add(hist_ptr + values, 1, mask=mask)
 
 
+@triton.jit
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, L, D: tl.constexpr, BL: tl.constexpr):
+    pid = tl.program_id(0)
+    rq = pid * BL + tl.arange(0, BL)
+    rd = tl.arange(0, D)
+    rl = tl.arange(0, BL)
+    q = tl.load(q_ptr + rq[:, None] * D + rd[None, :])
+    m_i = tl.full((BL,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BL,), tl.float32)
+    acc = tl.zeros((BL, D), tl.float32)
+    for start in range(0, L, BL):
+        keys = tl.load(k_ptr + (start + rl)[:, None] * D + rd[None, :])
+        values = tl.load(v_ptr + (start + rl)[:, None] * D + rd[None, :])
+        scores = tl.dot(q, tl.trans(keys))
+        m_new = tl.maximum(m_i, tl.max(scores, 1))
+        p = tl.exp(scores - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), values)
+        m_i = m_new
+    tl.store(o_ptr + rq[:, None] * D + rd[None, :], acc / l_i[:, None])
+
+
 def _bf16_bits(values):
     """bf16 codes (round to nearest even) of float values, as uint16."""
     bits = values.astype(np.float32).reshape(-1).view(np.uint32)
@@ -151,6 +174,19 @@ def main():
                                                              90, num_stages=3),
                       (m // 64, nn // 64, 1), [a, b, f"zeros:f32:{m * nn}"] + strides)
         launch["tolerance"] = tolerance
+
+    # Two warpgroups per program (num_warps 8), and a flash-attention step whose second dot takes A from registers.
+    launch = emit("matmul_f16_wgmma_w8", compile_kernel(matmul_kernel, signature16,
+                                                        {"BM": 128, "BN": 128, "BK": 64, "PRECISION": "ieee"}, 90,
+                                                        num_warps=8, num_stages=3),
+                  (m // 128, nn // 128, 1), [a16, b16, f"zeros:f32:{m * nn}"] + strides)
+    length, head = 256, 64
+    qkv = [save(f"attention_{name}.npy", rng.uniform(-1, 1, length * head).astype(np.float16)) for name in "qkv"]
+    launch = emit("attention", compile_kernel(attention_kernel, {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
+                                                                 "o_ptr": "*fp32", "L": "i32"}, {"D": 64, "BL": 64}, 90,
+                                              num_stages=2),
+                  (length // 64, 1, 1), qkv + [f"zeros:f32:{length * head}", f"i32:{length}"])
+    launch["tolerance"] = {"abs": 2e-6, "note": "ex2.approx (2 ulp) inside exp can flip the f16 rounding of a probability"}
 
     (OUT / "launches.json").write_text(json.dumps({"launches": launches}, indent=2) + "\n")
     print(f"wrote {len(launches)} launches to {OUT}")
