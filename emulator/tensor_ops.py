@@ -254,9 +254,10 @@ def _fragment_layout(shape: str, kind: str, role: str):
     return np.stack(base_rows[:count], axis=1), np.stack([group] * count, axis=1)
 
 
-#: bits kept below the largest term when the H100's tensor cores add products and accumulator (fitted bit for bit
-#: on examples/wgmma for 16-bit and tf32 inputs; for fp8 it is the best single fit, not exact).
+#: bits kept below the largest term when the H100's tensor cores add products and accumulator, and below the
+#: leading bit of the sum (fitted bit for bit on examples/wgmma; fp8 sums keep 14 significant bits).
 ALIGNMENT_BITS = {"f16": 25, "bf16": 25, "tf32": 25, "e4m3": 13, "e5m2": 13}
+SUM_BITS = {"f16": 23, "bf16": 23, "tf32": 23, "e4m3": 13, "e5m2": 13}
 
 
 def _exponents(x: np.ndarray) -> np.ndarray:
@@ -265,18 +266,24 @@ def _exponents(x: np.ndarray) -> np.ndarray:
     return np.where(mantissa == 0, -100000, exponent - 1)
 
 
+def _cut(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """x cut toward zero to a multiple of 2**exponent."""
+    quantum = np.ldexp(1.0, np.clip(exponent, -1074, 1023))
+    return np.trunc(x / quantum) * quantum
+
+
 def tensor_core_sum(a: np.ndarray, b: np.ndarray, c: np.ndarray, kind: str) -> np.ndarray:
     """A·B + C (a: (..., m, k), b: (..., n, k), c: (..., m, n) float64) as float32, the way the H100's tensor
     cores add with an f32 accumulator: each product's exponent is the sum of its factors' exponents; every
     product and C is cut toward zero to ALIGNMENT_BITS below the largest of those exponents; the cut terms
-    are added exactly and the sum is cut toward zero to f32. (A single rounding of the exact sum agrees
-    with the H100 on only 60 % of random f16 elements; this agrees on all of them.)"""
+    are added exactly and the sum is cut toward zero to SUM_BITS below its leading bit. (A single rounding
+    of the exact sum agrees with the H100 on only 60 % of random f16 elements; this agrees on all of them.)"""
     products = a[..., :, None, :] * b[..., None, :, :]
     exponents = np.where(products == 0, -100000, _exponents(a)[..., :, None, :] + _exponents(b)[..., None, :, :])
-    largest = np.maximum(exponents.max(axis=-1), _exponents(c))
-    quantum = np.ldexp(1.0, np.clip(largest - ALIGNMENT_BITS[kind], -1074, 1023))
+    step = np.maximum(exponents.max(axis=-1), _exponents(c)) - ALIGNMENT_BITS[kind]
     with np.errstate(invalid="ignore", over="ignore"):
-        total = (np.trunc(products / quantum[..., None]).sum(axis=-1) + np.trunc(c / quantum)) * quantum
+        total = _cut(products, step[..., None]).sum(axis=-1) + _cut(c, step)
+        total = _cut(total, _exponents(total) - SUM_BITS[kind])
         rounded = total.astype(np.float32)
         too_far = np.abs(rounded.astype(np.float64)) > np.abs(total)
     return np.where(too_far, np.nextafter(rounded, np.float32(0)), rounded)

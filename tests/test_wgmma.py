@@ -57,6 +57,13 @@ def test_tensor_core_sum_keeps_13_bits_below_the_largest_fp8_product():
     assert tensor_core_sum(a, b, c, "f16")[0, 0] == np.float32(256.0 + 2.0**-10)
 
 
+def test_tensor_core_sum_keeps_14_significant_bits_of_an_fp8_sum():
+    one = np.ones((1, 1, 1))
+    c = np.array([[1.0 + 2.0**-13]])
+    assert tensor_core_sum(one, one, c, "e4m3")[0, 0] == np.float32(2.0)
+    assert tensor_core_sum(one, one, c, "f16")[0, 0] == np.float32(2.0 + 2.0**-13)
+
+
 def test_wgmma_second_warpgroup_of_a_cta_computes_the_same_64_rows_from_its_own_registers(tmp_path):
     spec = SPECS["f16_ta0_tb0_sw0"]
     args = list(spec.args)

@@ -111,7 +111,7 @@ def main():
         image[:] = rng.uniform(-1, 1, image.size).astype(np.float16)
         return image.view(np.uint8)
 
-    def add(name, kernel, image, descriptors, count, scale_d=1, a_regs=None, tolerance=None):
+    def add(name, kernel, image, descriptors, count, scale_d=1, a_regs=None):
         c = rng.uniform(-1, 1, 128 * count).astype(np.float32).view(np.uint32) if kernel_accumulates_f32[kernel] \
             else rng.integers(0, 2**32, 128 * count, dtype=np.uint32) if kernel_dtype[kernel] == "s32" \
             else rng.uniform(-1, 1, 2 * 128 * count).astype(np.float16).view(np.uint32)
@@ -121,7 +121,7 @@ def main():
                 f"u64:{descriptors[0]}", f"u64:{descriptors[1]}", f"i32:{scale_d}",
                 save(f"{name}_a.npy", a_regs) if a_regs is not None else "u64:0"]
         launches.append({"name": name, "kernel": kernel, "grid": [1, 1, 1], "block": [128, 1, 1], "shared": 0,
-                         "args": args, "stdout": False, "tolerance": tolerance})
+                         "args": args, "stdout": False, "tolerance": None})
 
     kernel_accumulates_f32, kernel_dtype = {}, {}
 
@@ -131,7 +131,6 @@ def main():
         kernel_accumulates_f32[name] = kernel_dtype[name] == "f32"
         return name
 
-    fp8_rounding = {"rel": 2.5e-4, "abs": 8, "note": "fp8 tensor-core sums keep about 13 bits (docs/tensor-cores.md)"}
     # f16 × f16 → f32, 64×64×16: every major and swizzle for A and B.
     for trans_a in (0, 1):
         for trans_b in (0, 1):
@@ -197,10 +196,8 @@ def main():
     tf32 = kernel("tf32", "m64n32k8", "f32.tf32.tf32")
     for swizzle in (0, 128):
         add(f"tf32_sw{swizzle}", tf32, image_of("tf32"), k_major(swizzle), 16)
-    add("e4m3", kernel("e4m3", "m64n32k32", "f32.e4m3.e4m3"), image_of("fp8"), k_major(64), 16,
-        tolerance=fp8_rounding)
-    add("e5m2_e4m3", kernel("e5m2_e4m3", "m64n32k32", "f32.e5m2.e4m3"), image_of("fp8"), k_major(128), 16,
-        tolerance=fp8_rounding)
+    add("e4m3", kernel("e4m3", "m64n32k32", "f32.e4m3.e4m3"), image_of("fp8"), k_major(64), 16)
+    add("e5m2_e4m3", kernel("e5m2_e4m3", "m64n32k32", "f32.e5m2.e4m3"), image_of("fp8"), k_major(128), 16)
     add("s8_u8", kernel("s8_u8", "m64n32k32", "s32.s8.u8", immediates=""), image_of("s8"), k_major(32), 16)
 
     source = HEADER + "".join(kernels.values())
