@@ -333,6 +333,25 @@ def test_split_warps_agree_with_a_python_reference(layout):
         assert [split_warps(flags, threads, backend=backend) for backend in ("c", "numpy")] == [want, want]
 
 
+def test_split_warps_of_convergent_lanes_with_a_partial_last_warp_agree_with_a_python_reference():
+    rng = np.random.default_rng(11)
+    for n in [1, 31, 33, 64, 100, 150]:
+        for probability in (0.0, 0.02, 0.5, 1.0):
+            flags = rng.random(n) < probability
+            want = sum(len(set(flags[start:start + 32].tolist())) == 2 for start in range(0, n, 32))
+            assert [split_warps(flags, None, backend=backend) for backend in ("c", "numpy")] == [want, want]
+
+
+@pytest.mark.parametrize("thread", [-1, 1 << 48])
+def test_one_address_with_a_thread_out_of_range_is_refused_by_both_backends(thread):
+    threads = np.array([0, 1, 5, thread] if thread > 0 else [thread, 0, 1, 5], dtype=np.int64)
+    addr = np.full(4, 64, dtype=np.uint64)
+    for kind in KINDS:
+        for backend in ("c", "numpy"):
+            with pytest.raises(ValueError):
+                request_totals(kind, addr, threads, 4, backend=backend)
+
+
 _SPECIAL_F32 = [0x00000001, 0x80000001, 0x00400000, 0x007FFFFF, 0x00800000, 0x7F800000, 0xFF800000,
                 0x7F800001, 0x7FC00000, 0xFFC00005, 0x3F800000, 0xBF800000, 0x7F7FFFFF, 0x00000000, 0x80000000]
 _SPECIAL_F64 = [0x0000000000000001, 0x8000000000000001, 0x000FFFFFFFFFFFFF, 0x7FF0000000000000,

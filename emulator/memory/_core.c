@@ -1031,24 +1031,28 @@ static int64_t one_word_lanes_in_window(count_scratch *s, const warp_lanes *w, c
     const uint64_t *a = w->addr;
     int shift = r->bank_shift;
     uint64_t mask = ((uint64_t)1 << shift) - 1, *direct;
-    if ((a[0] & mask) != 0 || r->width - 1 > mask || (direct = direct_begin(s)) == NULL)
+    if ((a[0] & mask) != 0 || r->width - 1 > mask || w->lanes > UINT16_MAX || (direct = direct_begin(s)) == NULL)
         return -1;
     /* Lanes outside the window or off a word start leave bits outside `inside` in `reach`. */
     uint64_t generation = s->direct_generation, base = a[0] - (uint64_t)(DIRECT_SPAN / 2) * (mask + 1);
-    uint64_t reach = 0, inside = (uint64_t)(DIRECT_SPAN - 1) << shift;
-    int64_t worst = 0, repeats = 1, per_bank[BANKS] = {0};
+    uint64_t reach = 0, inside = (uint64_t)(DIRECT_SPAN - 1) << shift, highest_entry = generation + 1;
+    /* The window starts on a word, so a word's index in it and its bank differ by a fixed rotation
+       of the banks, which leaves the most words on one bank as it is. */
+    uint16_t per_bank[BANKS];
+    int64_t worst = 0;
+    memset(per_bank, 0, sizeof per_bank);
     /* One lane: its word's tally (new words count in their bank), four lanes an iteration. */
 #define TALLY_LANE(address)                                                                        \
     do {                                                                                           \
         uint64_t offset = (address) - base, index = (offset >> shift) & (DIRECT_SPAN - 1);         \
         reach |= offset;                                                                           \
         uint64_t entry = direct[index];                                                            \
-        int64_t fresh = entry < generation;                                                        \
+        int fresh = entry < generation;                                                            \
         entry = (fresh ? generation : entry) + 1;                                                  \
         direct[index] = entry;                                                                     \
-        repeats = (int64_t)(entry - generation) > repeats ? (int64_t)(entry - generation) : repeats; \
-        int64_t held = per_bank[((address) >> shift) % BANKS] + fresh;                             \
-        per_bank[((address) >> shift) % BANKS] = held;                                             \
+        highest_entry = entry > highest_entry ? entry : highest_entry;                             \
+        int64_t held = per_bank[index % BANKS] + fresh;                                            \
+        per_bank[index % BANKS] = (uint16_t)held;                                                  \
         worst = held > worst ? held : worst;                                                       \
     } while (0)
     int64_t k = 0;
@@ -1064,7 +1068,7 @@ static int64_t one_word_lanes_in_window(count_scratch *s, const warp_lanes *w, c
 #undef TALLY_LANE
     if ((reach & ~inside) != 0)
         return -1;
-    *most = repeats;
+    *most = (int64_t)(highest_entry - generation);
     return worst;
 }
 
@@ -1344,6 +1348,72 @@ static inline int record_warp(count_output *out, int64_t warp, int64_t count, in
     return 1;
 }
 
+/* One warp of lanes all at address a: its count and ideal from how many lanes it has and how many
+   phases (shared) or groups of 8 lanes (local) they fall in, and in how many groups of lanes that
+   fill a wavefront (ideal_groups). */
+static void one_address_warp(const count_request *r, uint64_t a, int64_t lanes, int64_t groups,
+                             int64_t ideal_groups, int64_t *count, int64_t *ideal)
+{
+    uint64_t words = r->width > LOCAL_WORD_BYTES ? r->width / LOCAL_WORD_BYTES : 1;
+    uint64_t piece = r->width < LOCAL_WORD_BYTES ? r->width : LOCAL_WORD_BYTES;
+    switch (r->what) {
+    case GM_COUNT_SHARED_WAVEFRONTS:
+        /* One lane's words, at most 16 consecutive ones, fall in distinct banks. */
+        *count = groups;
+        *ideal = ideal_groups < groups ? ideal_groups : groups;
+        break;
+    case GM_COUNT_GLOBAL_SECTORS:
+        *count = (int64_t)(last_unit(a, r->width, SECTOR_SHIFT) - (a >> SECTOR_SHIFT)) + 1;
+        *ideal = (lanes * (int64_t)r->width + SECTOR_BYTES - 1) / SECTOR_BYTES;
+        break;
+    case GM_COUNT_LOCAL_SECTORS:
+        /* Piece j of lane l lies in sector ((a >> 2) + j) * 4 + l / 8 (modulo 2**59). */
+        *count = (int64_t)words * groups;
+        *ideal = (int64_t)words * ((lanes * (int64_t)piece + SECTOR_BYTES - 1) / SECTOR_BYTES);
+        break;
+    case GM_COUNT_DISTINCT_ADDRESSES:
+        *count = *ideal = 1;
+        break;
+    default:
+        *count = lanes;
+        *ideal = 1;
+    }
+}
+
+/* count_one_address for ascending threads when only totals are wanted: in a warp of ascending
+   threads, the groups its lanes fall in are the changes of thread >> shift from lane to lane.
+   Returns 1 when done, 0 when the threads do not ascend (the sums are then void), or
+   GM_BAD_ARGUMENT. */
+static int count_one_address_ascending(const count_request *r, uint64_t a, const int64_t *threads, int64_t n,
+                                       int group_shift, int with_most, count_output *out)
+{
+    /* Threads of one warp differ below bit 5, of one group below bit group_shift. */
+    uint64_t group_span = (uint64_t)1 << group_shift, ideal_span = (uint64_t)1 << r->ideal_shift;
+    int64_t previous = threads[0], warp_start = 0, groups = 1, ideal_groups = 1, count, ideal;
+    int descending = 0;
+    for (int64_t k = 1; k < n; k++) {
+        int64_t thread = threads[k];
+        uint64_t differ = (uint64_t)(thread ^ previous);
+        descending |= thread < previous;
+        if (differ >= WARP_LANES) {
+            one_address_warp(r, a, k - warp_start, groups, ideal_groups, &count, &ideal);
+            record_warp(out, previous >> 5, count, ideal, with_most ? k - warp_start : 0);
+            warp_start = k;
+            groups = ideal_groups = 0;
+        }
+        groups += differ >= group_span;
+        ideal_groups += differ >= ideal_span;
+        previous = thread;
+    }
+    if (descending)
+        return 0;
+    if (threads[0] < 0 || previous >= THREAD_LIMIT)
+        return GM_BAD_ARGUMENT;
+    one_address_warp(r, a, n - warp_start, groups, ideal_groups, &count, &ideal);
+    record_warp(out, previous >> 5, count, ideal, with_most ? n - warp_start : 0);
+    return 1;
+}
+
 /* Every lane at address a: each warp's counts follow from how many of its lanes there are and
    which phases (shared) or groups of 8 lanes (local) they fall in. Returns 1 when done, 0 when the
    general path must count (threads not grouped by warp, or local pieces off their alignment), or
@@ -1351,12 +1421,17 @@ static inline int record_warp(count_output *out, int64_t warp, int64_t count, in
 static int count_one_address(const count_request *r, uint64_t a, const int64_t *threads, int64_t n,
                              int with_most, count_output *out)
 {
-    uint64_t words = r->width > LOCAL_WORD_BYTES ? r->width / LOCAL_WORD_BYTES : 1;
     uint64_t piece = r->width < LOCAL_WORD_BYTES ? r->width : LOCAL_WORD_BYTES;
     if (r->what == GM_COUNT_LOCAL_SECTORS && (a & (piece - 1)) != 0)
         return 0;
     int group_shift = r->what == GM_COUNT_SHARED_WAVEFRONTS ? r->phase_shift : 3;
     int ideal_shift = r->ideal_shift;
+    if (threads != NULL && out->warps == NULL) {
+        int done = count_one_address_ascending(r, a, threads, n, group_shift, with_most, out);
+        if (done != 0)
+            return done;
+        memset(&out->sums, 0, sizeof out->sums);
+    }
     uint64_t thread_bits = 0;
     for (int64_t start = 0; start < n;) {
         int64_t warp = (threads ? threads[start] : start) >> 5, end = start;
@@ -1375,33 +1450,25 @@ static int count_one_address(const count_request *r, uint64_t a, const int64_t *
                 return 0;
         }
         int64_t lanes = end - start, count, ideal;
-        switch (r->what) {
-        case GM_COUNT_SHARED_WAVEFRONTS:
-            /* One lane's words, at most 16 consecutive ones, fall in distinct banks. */
-            count = bit_count(groups);
-            ideal = bit_count(ideal_groups) < count ? bit_count(ideal_groups) : count;
-            break;
-        case GM_COUNT_GLOBAL_SECTORS:
-            count = (int64_t)(last_unit(a, r->width, SECTOR_SHIFT) - (a >> SECTOR_SHIFT)) + 1;
-            ideal = (lanes * (int64_t)r->width + SECTOR_BYTES - 1) / SECTOR_BYTES;
-            break;
-        case GM_COUNT_LOCAL_SECTORS:
-            /* Piece j of lane l lies in sector ((a >> 2) + j) * 4 + l / 8 (modulo 2**59). */
-            count = (int64_t)words * bit_count(groups);
-            ideal = (int64_t)words * ((lanes * (int64_t)piece + SECTOR_BYTES - 1) / SECTOR_BYTES);
-            break;
-        case GM_COUNT_DISTINCT_ADDRESSES:
-            count = ideal = 1;
-            break;
-        default:
-            count = lanes;
-            ideal = 1;
-        }
+        one_address_warp(r, a, lanes, bit_count(groups), bit_count(ideal_groups), &count, &ideal);
         if (!record_warp(out, warp, count, ideal, with_most ? lanes : 0))
             return GM_BAD_ARGUMENT;
         start = end;
     }
     return thread_bits >= (uint64_t)THREAD_LIMIT ? GM_BAD_ARGUMENT : 1;
+}
+
+/* Whether the n >= 1 values all equal the first, eight at a time. */
+static int all_equal(const uint64_t *v, int64_t n)
+{
+    uint64_t first = v[0], differ = 0;
+    int64_t k = 0;
+    for (; k + 8 <= n && differ == 0; k += 8)
+        differ = (v[k] ^ first) | (v[k + 1] ^ first) | (v[k + 2] ^ first) | (v[k + 3] ^ first)
+            | (v[k + 4] ^ first) | (v[k + 5] ^ first) | (v[k + 6] ^ first) | (v[k + 7] ^ first);
+    for (; k < n && differ == 0; k++)
+        differ = v[k] ^ first;
+    return differ == 0;
 }
 
 /* Totals of a call whose lanes are threads 0..n-1 (whole warps of 32 in order), when no per-warp
@@ -1495,10 +1562,7 @@ int64_t gm_count(int what, const uint64_t *addr, const int64_t *threads, int64_t
         .ideal_shift = log2_of(lanes_per_wavefront < WARP_LANES ? lanes_per_wavefront : WARP_LANES),
     };
     count_output out = {warps_out, counts_out, most_out, out_cap, {0, 0, 0, 0, 0}};
-    int64_t same = 1;
-    while (same < n && addr[same] == addr[0])
-        same++;
-    if (same == n) {
+    if (all_equal(addr, n)) {
         int done = count_one_address(&request, addr[0], threads, n, with_most, &out);
         if (done == GM_BAD_ARGUMENT)
             return GM_BAD_ARGUMENT;
@@ -1601,23 +1665,42 @@ done:
     return result;
 }
 
+/* gm_count_split_warps for lanes 0..n-1: a whole warp's flags as four 8-byte words while they are all
+   0 or 1, the rest lane by lane. */
+static int64_t split_convergent(const uint8_t *flags, int64_t n)
+{
+    const uint64_t low_bits = 0x0101010101010101ull;
+    int64_t split = 0, lane = 0;
+    for (; lane + WARP_LANES <= n; lane += WARP_LANES) {
+        uint64_t word[4];
+        memcpy(word, flags + lane, sizeof word);
+        uint64_t any = word[0] | word[1] | word[2] | word[3], all = word[0] & word[1] & word[2] & word[3];
+        if ((any & ~low_bits) != 0)
+            break;
+        split += any != 0 && all != low_bits;
+    }
+    unsigned seen = 0;
+    for (int64_t first = lane; lane < n; lane++) {
+        if (lane > first && (lane & (WARP_LANES - 1)) == 0) {
+            split += seen == 3;
+            seen = 0;
+        }
+        seen |= 1u << (flags[lane] != 0);
+    }
+    return split + (seen == 3);
+}
+
 int64_t gm_count_split_warps(const uint8_t *flags, int64_t flag_count, const int64_t *threads, int64_t n)
 {
     if (flag_count < 0 || n < 0 || (threads == NULL && n > flag_count) || (n > 0 && flags == NULL))
         return GM_BAD_ARGUMENT;
+    if (n == 0)
+        return 0;
+    if (threads == NULL)
+        return split_convergent(flags, n);
     /* seen collects 1 << flag over a warp's lanes: 3 when both values occur. */
     int64_t split = 0, warp = 0;
     unsigned seen = 0;
-    if (threads == NULL) {
-        for (int64_t lane = 0; lane < n; lane++) {
-            if ((lane & (WARP_LANES - 1)) == 0) {
-                split += seen == 3;
-                seen = 0;
-            }
-            seen |= 1u << (flags[lane] != 0);
-        }
-        return split + (seen == 3);
-    }
     int grouped = 1;
     for (int64_t lane = 0; lane < n; lane++) {
         int64_t thread = threads[lane];
