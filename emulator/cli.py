@@ -21,6 +21,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from .errors import DeviceError, GpuemuError, UsageError
+from .hostmalloc import keep_freed_memory
 from .spec import default_arguments, parse_arg
 
 #: modules that extend `gpuemu run` (statistics, checkers, traces, ...), imported when present
@@ -230,6 +231,7 @@ def command_isa(options) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    keep_freed_memory()
     try:
         parser = build_parser(arguments[0] if arguments else None)
         options = parser.parse_args(arguments)

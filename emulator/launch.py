@@ -457,6 +457,7 @@ class Launch:
                     raise
                 if self.observer is not None:
                     self.observer.end_batch(batch)
+                batch.release()
                 remaining -= batch.steps
                 stats.warp_instructions += batch.warp_instructions
                 stats.thread_instructions += batch.thread_instructions

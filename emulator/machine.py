@@ -109,6 +109,14 @@ class Batch:
         self.straight_run = self._straight_runs(program.instrs)
 
     # ---- services the executors use ----
+    def release(self) -> None:
+        """Drop the per-thread state now: executors and the batch refer to each other, so without this the
+        arrays live until the cycle collector runs and every later batch faults in fresh pages."""
+        self.executors = []
+        self.regs = []
+        self._specials = {}
+        self.rpc = self.status = self.resume_pc = self.bar_wait = self.cc = None
+
     def lowering_error(self, instr: ir.Instr, message: str) -> PTXSemanticError:
         return PTXSemanticError(self.program.source_name, instr.line, instr.col, message)
 
