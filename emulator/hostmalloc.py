@@ -7,7 +7,6 @@ fixed 32 MB threshold (glibc's largest) and no trimming keep those arrays on the
 batch reuses them. Without glibc this does nothing.
 """
 import ctypes
-import ctypes.util
 import sys
 
 M_TRIM_THRESHOLD = -1
@@ -21,8 +20,7 @@ def keep_freed_memory() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, LARGEST_MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, NEVER_TRIM))

@@ -232,6 +232,61 @@ static int64_t validate(const gm_memory *mem, int space, const uint64_t *addr,
     return -1;
 }
 
+/* Shared-memory loads of one width with every check inline: returns how many leading lanes were served; the
+   general loop takes over at the first lane that needs a fault report. */
+static inline int64_t load_shared_lanes(const gm_memory *mem, const uint64_t *addr, const int64_t *threads,
+                                        int64_t n, int width, uint8_t *out)
+{
+    const uint64_t limit = mem->shared_limit, misaligned = (uint64_t)width - 1;
+    const int64_t per_cta = mem->threads_per_cta, n_threads = mem->n_threads;
+    int64_t first = 0, end = 0;
+    const uint8_t *base = NULL;
+    for (int64_t lane = 0; lane < n; lane++) {
+        int64_t thread = threads ? threads[lane] : lane;
+        uint64_t offset = addr[lane];
+        if (thread < 0 || thread >= n_threads || (offset & misaligned) || offset >= limit
+            || (uint64_t)width > limit - offset)
+            return lane;
+        if (thread < first || thread >= end) {
+            int64_t cta = thread / per_cta;
+            first = cta * per_cta;
+            end = first + per_cta;
+            base = mem->shared_bytes + (uint64_t)cta * mem->shared_stride;
+        }
+        memcpy(out + (uint64_t)lane * (uint64_t)width, base + offset, (size_t)width);
+    }
+    return n;
+}
+
+/* Shared-memory stores of one width: every lane is checked first, so that a faulting store writes nothing;
+   returns 0 (nothing written) when some lane needs the general path's fault report. */
+static int store_shared_lanes(const gm_memory *mem, const uint64_t *addr, const int64_t *threads, int64_t n,
+                              int width, const uint8_t *data)
+{
+    const uint64_t limit = mem->shared_limit, misaligned = (uint64_t)width - 1;
+    const int64_t per_cta = mem->threads_per_cta, n_threads = mem->n_threads;
+    for (int64_t lane = 0; lane < n; lane++) {
+        int64_t thread = threads ? threads[lane] : lane;
+        uint64_t offset = addr[lane];
+        if (thread < 0 || thread >= n_threads || (offset & misaligned) || offset >= limit
+            || (uint64_t)width > limit - offset)
+            return 0;
+    }
+    int64_t first = 0, end = 0;
+    uint8_t *base = NULL;
+    for (int64_t lane = 0; lane < n; lane++) {
+        int64_t thread = threads ? threads[lane] : lane;
+        if (thread < first || thread >= end) {
+            int64_t cta = thread / per_cta;
+            first = cta * per_cta;
+            end = first + per_cta;
+            base = mem->shared_bytes + (uint64_t)cta * mem->shared_stride;
+        }
+        memcpy(base + addr[lane], data + (uint64_t)lane * (uint64_t)width, (size_t)width);
+    }
+    return 1;
+}
+
 int gm_load(const gm_memory *mem, int space, const uint64_t *addr, const int64_t *threads,
             int64_t n, int width, uint8_t *out, uint64_t out_len, gm_fault *fault)
 {
@@ -241,7 +296,15 @@ int gm_load(const gm_memory *mem, int space, const uint64_t *addr, const int64_t
         return GM_BAD_ARGUMENT;
     lane_context ctx;
     context_init(&ctx, mem, space, width, 0);
-    for (int64_t lane = 0; lane < n; lane++) {
+    int64_t lane = 0;
+    if (space == GM_SPACE_SHARED && ctx.shared_fits) {
+        switch (width) {
+        case 4: lane = load_shared_lanes(mem, addr, threads, n, 4, out); break;
+        case 8: lane = load_shared_lanes(mem, addr, threads, n, 8, out); break;
+        default: break;
+        }
+    }
+    for (; lane < n; lane++) {
         int64_t thread = threads ? threads[lane] : lane;
         uint8_t *where;
         int32_t resolved;
@@ -264,10 +327,13 @@ int gm_store(const gm_memory *mem, int space, const uint64_t *addr, const int64_
         return GM_BAD_ARGUMENT;
     if ((uint64_t)n > data_len / (uint64_t)width || (n > 0 && data == NULL))
         return GM_BAD_ARGUMENT;
-    if (validate(mem, space, addr, threads, n, width, 1, fault) >= 0)
-        return GM_FAULT;
     lane_context ctx;
     context_init(&ctx, mem, space, width, 1);
+    if (space == GM_SPACE_SHARED && ctx.shared_fits && (width == 4 || width == 8)
+        && store_shared_lanes(mem, addr, threads, n, width, data))
+        return GM_OK;
+    if (validate(mem, space, addr, threads, n, width, 1, fault) >= 0)
+        return GM_FAULT;
     /* Lanes write in index order, so when several lanes store to the same bytes the highest lane wins. */
     for (int64_t lane = 0; lane < n; lane++) {
         int64_t thread = threads ? threads[lane] : lane;
@@ -581,10 +647,13 @@ int gm_atomic(const gm_memory *mem, int space, int op, int type, const uint64_t 
         return GM_BAD_ARGUMENT;
     if (n > 0 && (a == NULL || old == NULL || (op == GM_OP_CAS && b == NULL)))
         return GM_BAD_ARGUMENT;
-    if (validate(mem, space, addr, threads, n, width, 1, fault) >= 0)
-        return GM_FAULT;
     lane_context ctx;
     context_init(&ctx, mem, space, width, 1);
+    if (space == GM_SPACE_SHARED && ctx.shared_fits && (width == 4 || width == 8)
+        && store_shared_lanes(mem, addr, threads, n, width, data))
+        return GM_OK;
+    if (validate(mem, space, addr, threads, n, width, 1, fault) >= 0)
+        return GM_FAULT;
     for (int64_t lane = 0; lane < n; lane++) {
         int64_t thread = threads ? threads[lane] : lane;
         uint8_t *where;
