@@ -647,13 +647,10 @@ int gm_atomic(const gm_memory *mem, int space, int op, int type, const uint64_t 
         return GM_BAD_ARGUMENT;
     if (n > 0 && (a == NULL || old == NULL || (op == GM_OP_CAS && b == NULL)))
         return GM_BAD_ARGUMENT;
-    lane_context ctx;
-    context_init(&ctx, mem, space, width, 1);
-    if (space == GM_SPACE_SHARED && ctx.shared_fits && (width == 4 || width == 8)
-        && store_shared_lanes(mem, addr, threads, n, width, data))
-        return GM_OK;
     if (validate(mem, space, addr, threads, n, width, 1, fault) >= 0)
         return GM_FAULT;
+    lane_context ctx;
+    context_init(&ctx, mem, space, width, 1);
     for (int64_t lane = 0; lane < n; lane++) {
         int64_t thread = threads ? threads[lane] : lane;
         uint8_t *where;
