@@ -229,6 +229,18 @@ def command_isa(options) -> int:
     return 0
 
 
+def entry() -> None:
+    """The `gpuemu` command: main(), then exit without the interpreter's teardown, which only frees what the
+    operating system reclaims anyway (about 30 ms of a short run)."""
+    status = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     keep_freed_memory()
