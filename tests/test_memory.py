@@ -374,6 +374,17 @@ def test_shared_out_of_bounds_reports_the_window_offset_only(memory):
         ("out_of_bounds", "shared", 1, "Access to 0x100 is out of bounds")
 
 
+@pytest.mark.parametrize("space, width", [("shared", 4), ("shared", 8), ("local", 4), ("local", 8)])
+def test_window_store_with_one_faulting_lane_writes_no_lane(memory, space, width):
+    _launch(memory, n_ctas=2, threads_per_cta=32, shared=256, local=64)
+    limit = 256 if space == "shared" else 64
+    threads = np.array([0, 1, 33, 34])
+    offsets = u64([0, width, 2 * width, limit])
+    fault = fault_of(lambda: memory.store(space, offsets, threads, width, np.full(4 * width, 0xAB, dtype=np.uint8)))
+    assert (fault.kind, fault.lane) == ("out_of_bounds", 3)
+    assert not memory.load(space, offsets[:3], threads[:3], width).any()
+
+
 def test_shared_misaligned_access(memory):
     _launch(memory, n_ctas=1, threads_per_cta=32, shared=256)
     fault = fault_of(lambda: memory.load("shared", u64([2]), None, 4))

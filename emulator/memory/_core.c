@@ -232,56 +232,74 @@ static int64_t validate(const gm_memory *mem, int space, const uint64_t *addr,
     return -1;
 }
 
-/* Shared-memory loads of one width with every check inline: returns how many leading lanes were served; the
-   general loop takes over at the first lane that needs a fault report. */
-static inline int64_t load_shared_lanes(const gm_memory *mem, const uint64_t *addr, const int64_t *threads,
-                                        int64_t n, int width, uint8_t *out)
+/* A shared (one window per CTA) or local (one per thread) space, for the inline-checked loops below. */
+typedef struct {
+    uint8_t *bytes;
+    uint64_t limit;
+    uint64_t stride;
+    int64_t threads_per_window;
+} window_space;
+
+static int window_space_of(const gm_memory *mem, const lane_context *ctx, int space, window_space *out)
 {
-    const uint64_t limit = mem->shared_limit, misaligned = (uint64_t)width - 1;
-    const int64_t per_cta = mem->threads_per_cta, n_threads = mem->n_threads;
-    int64_t first = 0, end = 0;
-    const uint8_t *base = NULL;
-    for (int64_t lane = 0; lane < n; lane++) {
-        int64_t thread = threads ? threads[lane] : lane;
-        uint64_t offset = addr[lane];
-        if (thread < 0 || thread >= n_threads || (offset & misaligned) || offset >= limit
-            || (uint64_t)width > limit - offset)
-            return lane;
-        if (thread < first || thread >= end) {
-            int64_t cta = thread / per_cta;
-            first = cta * per_cta;
-            end = first + per_cta;
-            base = mem->shared_bytes + (uint64_t)cta * mem->shared_stride;
-        }
-        memcpy(out + (uint64_t)lane * (uint64_t)width, base + offset, (size_t)width);
+    if (space == GM_SPACE_SHARED && ctx->shared_fits) {
+        *out = (window_space){mem->shared_bytes, mem->shared_limit, mem->shared_stride, mem->threads_per_cta};
+        return 1;
     }
-    return n;
+    if (space == GM_SPACE_LOCAL && ctx->local_fits) {
+        *out = (window_space){mem->local_bytes, mem->local_limit, mem->local_stride, 1};
+        return 1;
+    }
+    return 0;
 }
 
-/* Shared-memory stores of one width: every lane is checked first, so that a faulting store writes nothing;
-   returns 0 (nothing written) when some lane needs the general path's fault report. */
-static int store_shared_lanes(const gm_memory *mem, const uint64_t *addr, const int64_t *threads, int64_t n,
-                              int width, const uint8_t *data)
+static inline int window_lane_ok(const gm_memory *mem, const window_space *w, int64_t thread, uint64_t offset,
+                                 int width)
 {
-    const uint64_t limit = mem->shared_limit, misaligned = (uint64_t)width - 1;
-    const int64_t per_cta = mem->threads_per_cta, n_threads = mem->n_threads;
-    for (int64_t lane = 0; lane < n; lane++) {
-        int64_t thread = threads ? threads[lane] : lane;
-        uint64_t offset = addr[lane];
-        if (thread < 0 || thread >= n_threads || (offset & misaligned) || offset >= limit
-            || (uint64_t)width > limit - offset)
-            return 0;
-    }
+    return thread >= 0 && thread < mem->n_threads && (offset & ((uint64_t)width - 1)) == 0 && offset < w->limit
+        && (uint64_t)width <= w->limit - offset;
+}
+
+static inline uint8_t *window_base(const window_space *w, int64_t thread, int64_t *first, int64_t *end,
+                                   uint8_t *base)
+{
+    if (thread >= *first && thread < *end)
+        return base;
+    int64_t window = thread / w->threads_per_window;
+    *first = window * w->threads_per_window;
+    *end = *first + w->threads_per_window;
+    return w->bytes + (uint64_t)window * w->stride;
+}
+
+/* Window loads of one width with every check inline: returns how many leading lanes were served; the general
+   loop takes over at the first lane that needs a fault report. */
+static inline int64_t load_window_lanes(const gm_memory *mem, const window_space *w, const uint64_t *addr,
+                                        const int64_t *threads, int64_t n, int width, uint8_t *out)
+{
     int64_t first = 0, end = 0;
     uint8_t *base = NULL;
     for (int64_t lane = 0; lane < n; lane++) {
         int64_t thread = threads ? threads[lane] : lane;
-        if (thread < first || thread >= end) {
-            int64_t cta = thread / per_cta;
-            first = cta * per_cta;
-            end = first + per_cta;
-            base = mem->shared_bytes + (uint64_t)cta * mem->shared_stride;
-        }
+        if (!window_lane_ok(mem, w, thread, addr[lane], width))
+            return lane;
+        base = window_base(w, thread, &first, &end, base);
+        memcpy(out + (uint64_t)lane * (uint64_t)width, base + addr[lane], (size_t)width);
+    }
+    return n;
+}
+
+/* Window stores of one width: every lane is checked first, so that a faulting store writes nothing; returns 0
+   (nothing written) when some lane needs the general path's fault report. */
+static inline int store_window_lanes(const gm_memory *mem, const window_space *w, const uint64_t *addr,
+                                     const int64_t *threads, int64_t n, int width, const uint8_t *data)
+{
+    for (int64_t lane = 0; lane < n; lane++)
+        if (!window_lane_ok(mem, w, threads ? threads[lane] : lane, addr[lane], width))
+            return 0;
+    int64_t first = 0, end = 0;
+    uint8_t *base = NULL;
+    for (int64_t lane = 0; lane < n; lane++) {
+        base = window_base(w, threads ? threads[lane] : lane, &first, &end, base);
         memcpy(base + addr[lane], data + (uint64_t)lane * (uint64_t)width, (size_t)width);
     }
     return 1;
@@ -297,10 +315,11 @@ int gm_load(const gm_memory *mem, int space, const uint64_t *addr, const int64_t
     lane_context ctx;
     context_init(&ctx, mem, space, width, 0);
     int64_t lane = 0;
-    if (space == GM_SPACE_SHARED && ctx.shared_fits) {
+    window_space window;
+    if (window_space_of(mem, &ctx, space, &window)) {
         switch (width) {
-        case 4: lane = load_shared_lanes(mem, addr, threads, n, 4, out); break;
-        case 8: lane = load_shared_lanes(mem, addr, threads, n, 8, out); break;
+        case 4: lane = load_window_lanes(mem, &window, addr, threads, n, 4, out); break;
+        case 8: lane = load_window_lanes(mem, &window, addr, threads, n, 8, out); break;
         default: break;
         }
     }
@@ -329,8 +348,10 @@ int gm_store(const gm_memory *mem, int space, const uint64_t *addr, const int64_
         return GM_BAD_ARGUMENT;
     lane_context ctx;
     context_init(&ctx, mem, space, width, 1);
-    if (space == GM_SPACE_SHARED && ctx.shared_fits && (width == 4 || width == 8)
-        && store_shared_lanes(mem, addr, threads, n, width, data))
+    window_space window;
+    if (window_space_of(mem, &ctx, space, &window)
+        && ((width == 4 && store_window_lanes(mem, &window, addr, threads, n, 4, data))
+            || (width == 8 && store_window_lanes(mem, &window, addr, threads, n, 8, data))))
         return GM_OK;
     if (validate(mem, space, addr, threads, n, width, 1, fault) >= 0)
         return GM_FAULT;
