@@ -272,17 +272,20 @@ def _cut(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     return np.trunc(x / quantum) * quantum
 
 
-def tensor_core_sum(a: np.ndarray, b: np.ndarray, c: np.ndarray, kind: str) -> np.ndarray:
-    """A·B + C (a: (..., m, k), b: (..., n, k), c: (..., m, n) float64) as float32, the way the H100's tensor
-    cores add with an f32 accumulator: each product's exponent is the sum of its factors' exponents; every
-    product and C is cut toward zero to ALIGNMENT_BITS below the largest of those exponents; the cut terms
-    are added exactly and the sum is cut toward zero to SUM_BITS below its leading bit. (A single rounding
-    of the exact sum agrees with the H100 on only 60 % of random f16 elements; this agrees on all of them.)"""
+def tensor_core_sum(a: np.ndarray, b: np.ndarray, c: np.ndarray, kind: str, accumulator: str = "f32") -> np.ndarray:
+    """A·B + C (a: (..., m, k), b: (..., n, k), c: (..., m, n) float64) as the H100's tensor cores add it, in the
+    accumulator type (f32 or f16): each product's exponent is the sum of its factors' exponents; every product
+    and C is cut toward zero to ALIGNMENT_BITS below the largest of those exponents and the cut terms are added
+    exactly. An f32 sum is then cut toward zero to SUM_BITS below its leading bit; an f16 sum is rounded to
+    nearest. (A single rounding of the exact sum agrees with the H100 on only 60 % of random f16 elements;
+    this agrees on all of them.)"""
     products = a[..., :, None, :] * b[..., None, :, :]
     exponents = np.where(products == 0, -100000, _exponents(a)[..., :, None, :] + _exponents(b)[..., None, :, :])
     step = np.maximum(exponents.max(axis=-1), _exponents(c)) - ALIGNMENT_BITS[kind]
     with np.errstate(invalid="ignore", over="ignore"):
         total = _cut(products, step[..., None]).sum(axis=-1) + _cut(c, step)
+        if accumulator == "f16":
+            return total.astype(np.float16)
         total = _cut(total, _exponents(total) - SUM_BITS[kind])
         rounded = total.astype(np.float32)
         too_far = np.abs(rounded.astype(np.float64)) > np.abs(total)
@@ -335,10 +338,8 @@ def build_mma(batch, instr: ir.Instr):
         c[:, c_rows, c_cols] = gather(c_read, threads, ctype)
         if atype == "f64":
             d = _fma_chain(a, b, c)
-        elif dtype == "f32":
-            d = tensor_core_sum(a, b.swapaxes(1, 2), c, atype)
         else:
-            d = np.einsum("wmk,wkn->wmn", a, b) + c
+            d = tensor_core_sum(a, b.swapaxes(1, 2), c, atype, dtype).astype(np.float64)
         values = d[:, c_rows, c_cols].reshape(len(warps) * 32, -1)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
@@ -518,7 +519,7 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
         a = gather(a_read, threads, input_kind, m * k // 32).reshape(-1, m, k)
         b = gather(b_read, threads, input_kind, k * n // 32).reshape(-1, k, n)
         c = gather(c_read, threads, ctype, m * n // 32).reshape(-1, m, n)
-        d = tensor_core_sum(a, b.swapaxes(1, 2), c, input_kind) if dtype == "f32" else np.einsum("wmk,wkn->wmn", a, b) + c
+        d = tensor_core_sum(a, b.swapaxes(1, 2), c, input_kind, dtype).astype(np.float64)
         d = d.reshape(len(warps) * 32, m * n // 32)
         slots = len(d_write) * (2 if dtype in ("f16", "bf16") else 1)
         words = _wmma_words(np.tile(d, (1, slots // d.shape[1])), dtype, len(d_write))

@@ -182,17 +182,17 @@ def build_wgmma(batch, instr: ir.Instr):
         accumulator = np.where(keep[:, None, None], accumulator, 0)
         c = np.zeros((len(warps), 16, shape.n), dtype=accumulator.dtype)
         c[:, d_rows, d_cols] = accumulator
-        if dtype == "f32":
-            out = tensor_core_sum(a, b, c, atype)[:, d_rows, d_cols].view(np.uint32)
-        else:
+        if dtype == "s32":
             values = (np.einsum("wmk,wnk->wmn", a, b) + c)[:, d_rows, d_cols]
-            if dtype == "s32":
-                if decoded.has("satfinite"):
-                    values = np.clip(values, -2**31, 2**31 - 1)
-                out = values.astype(np.int64).astype(np.uint32)
-            else:
-                halves = values.astype(np.float16).view(np.uint16).astype(np.uint32).reshape(len(warps), 32, -1, 2)
-                out = halves[..., 0] | (halves[..., 1] << np.uint32(16))
+            if decoded.has("satfinite"):
+                values = np.clip(values, -2**31, 2**31 - 1)
+            out = values.astype(np.int64).astype(np.uint32)
+        elif dtype == "f16":
+            halves = tensor_core_sum(a, b, c, atype, "f16")[:, d_rows, d_cols].view(np.uint16).astype(np.uint32)
+            halves = halves.reshape(len(warps), 32, -1, 2)
+            out = halves[..., 0] | (halves[..., 1] << np.uint32(16))
+        else:
+            out = tensor_core_sum(a, b, c, atype)[:, d_rows, d_cols].view(np.uint32)
         out = out.reshape(len(warps) * 32, -1)
         active = np.zeros(batch.n, dtype=bool)
         active[lanes] = True

@@ -111,8 +111,8 @@ def main():
         image[:] = rng.uniform(-1, 1, image.size).astype(np.float16)
         return image.view(np.uint8)
 
-    def add(name, kernel, image, descriptors, count, scale_d=1, a_regs=None):
-        c = rng.uniform(-1, 1, 128 * count).astype(np.float32).view(np.uint32) if kernel_accumulates_f32[kernel] \
+    def add(name, kernel, image, descriptors, count, scale_d=1, a_regs=None, c=None):
+        c = c if c is not None else rng.uniform(-1, 1, 128 * count).astype(np.float32).view(np.uint32) if kernel_accumulates_f32[kernel] \
             else rng.integers(0, 2**32, 128 * count, dtype=np.uint32) if kernel_dtype[kernel] == "s32" \
             else rng.uniform(-1, 1, 2 * 128 * count).astype(np.float16).view(np.uint32)
         output = {"f32": f"zeros:f32:{128 * count}", "f16": f"zeros:f16:{256 * count}",
@@ -199,6 +199,32 @@ def main():
     add("e4m3", kernel("e4m3", "m64n32k32", "f32.e4m3.e4m3"), image_of("fp8"), k_major(64), 16)
     add("e5m2_e4m3", kernel("e5m2_e4m3", "m64n32k32", "f32.e5m2.e4m3"), image_of("fp8"), k_major(128), 16)
     add("s8_u8", kernel("s8_u8", "m64n32k32", "s32.s8.u8", immediates=""), image_of("s8"), k_major(32), 16)
+
+    # Added later (the launches above keep their inputs): fp8 into f16 accumulators, integer saturation,
+    # tf32 and bf16 A from registers.
+    def small_fp8_image(exponent_bits, exponents):
+        """fp8 codes of magnitude below 8, so that f16 sums stay finite."""
+        mantissa_bits = 7 - exponent_bits
+        sign = rng.integers(0, 2, IMAGE_BYTES) << 7
+        exponent = rng.integers(*exponents, IMAGE_BYTES) << mantissa_bits
+        return (sign | exponent | rng.integers(0, 1 << mantissa_bits, IMAGE_BYTES)).astype(np.uint8)
+
+    add("e4m3_f16_accumulator", kernel("e4m3_f16acc", "m64n32k32", "f16.e4m3.e4m3"), small_fp8_image(4, (4, 10)),
+        k_major(64), 8)
+    add("e5m2_f16_accumulator", kernel("e5m2_f16acc", "m64n16k32", "f16.e5m2.e5m2"), small_fp8_image(5, (10, 18)),
+        k_major(32), 4)
+    near_limits = np.concatenate([np.full(640, 2**31 - 3000), np.full(640, -2**31 + 3000)]).astype(np.int64)
+    saturating = kernel("u8_satfinite", "m64n16k32.satfinite", "s32.u8.u8", immediates="")
+    add("u8_satfinite", saturating, image_of("u8"), k_major(0), 8, c=near_limits.astype(np.uint32)[:1024])
+    wrapping = kernel("u8_wrapping", "m64n16k32", "s32.u8.u8", immediates="")
+    add("u8_wrapping", wrapping, image_of("u8"), k_major(0), 8, c=near_limits.astype(np.uint32)[:1024])
+    add("tf32_a_in_registers", kernel("tf32_rega", "m64n32k8", "f32.tf32.tf32", registers_a=True), image_of("tf32"),
+        (0, descriptor(B_IMAGE, *LAYOUTS[("k", 128)][1:], 128)), 16,
+        a_regs=rng.uniform(-1, 1, 128 * 4).astype(np.float32).view(np.uint32))
+    add("bf16_a_in_registers", kernel("bf16_rega_tb1", "m64n32k16", "f32.bf16.bf16", registers_a=True,
+                                      immediates=", 1, -1, 1"), image_of("bf16"),
+        (0, descriptor(B_IMAGE, *LAYOUTS[("mn", 32)][1:], 32)), 16,
+        a_regs=(rng.uniform(-1, 1, 128 * 8).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.uint32))
 
     source = HEADER + "".join(kernels.values())
     (OUT / "wgmma.cu").write_text(source)
