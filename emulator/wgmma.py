@@ -103,17 +103,16 @@ def build_wgmma(batch, instr: ir.Instr):
     d_ref, a_ref, b_ref, scale_d_ref = operands[:4]
     immediates = [_immediate(batch, instr, ref, "scale and transpose operands") for ref in operands[4:]]
     a_in_registers = isinstance(a_ref, ir.VecRef)
-    floats = dtype != "s32"
     transposable = atype in TRANSPOSABLE
-    wanted = (2 if floats else 0) + (1 if transposable else 0) + (0 if a_in_registers or not transposable else 1)
-    if len(immediates) != wanted:
-        raise batch.lowering_error(instr, f"'{instr.opcode}' takes {4 + wanted} operands, got {len(operands)}")
-    scale_a, scale_b = (immediates[0], immediates[1]) if floats else (1, 1)
+    names = (["imm-scale-a", "imm-scale-b"] if dtype != "s32" else []) + \
+        (["imm-trans-a"] if transposable and not a_in_registers else []) + (["imm-trans-b"] if transposable else [])
+    if len(immediates) != len(names):
+        raise batch.lowering_error(instr, f"'{instr.opcode}' takes {4 + len(names)} operands, got {len(operands)}")
+    given = dict(zip(names, immediates))
+    scale_a, scale_b = given.get("imm-scale-a", 1), given.get("imm-scale-b", 1)
     if scale_a not in (1, -1) or scale_b not in (1, -1):
         raise batch.lowering_error(instr, "wgmma imm-scale-a and imm-scale-b must be 1 or -1")
-    trans = immediates[2:] if transposable else []
-    trans_a = 0 if a_in_registers or not trans else trans[0]
-    trans_b = trans[-1] if trans else 0
+    trans_a, trans_b = given.get("imm-trans-a", 0), given.get("imm-trans-b", 0)
 
     registers = d_ref.items if isinstance(d_ref, ir.VecRef) else (d_ref,)
     per_register = 2 if dtype == "f16" else 1
