@@ -84,6 +84,25 @@ def _decode_elements(raw: np.ndarray, kind: str) -> np.ndarray:
     return codes.view(np.int8).astype(np.int64) if kind == "s8" else codes.astype(np.int64)
 
 
+def _register_a_layout(kind: str):
+    """(row, column) of each element of A that lane l's four registers hold, as the PTX ISA lays out a warp's 16
+    rows: 16-bit and tf32 as mma.sync's A fragment; 8-bit as four bytes per register, registers 0/1 holding rows
+    l/4 and l/4 + 8 at k = 4(l%4)..+3, registers 2/3 the same 16 columns on."""
+    if ELEMENT_BYTES[kind] == 1:
+        lane, register, byte = np.arange(32)[:, None, None], np.arange(4)[None, :, None], np.arange(4)[None, None, :]
+        rows = lane // 4 + 8 * (register % 2) + 0 * byte
+        cols = 4 * (lane % 4) + byte + 16 * (register // 2)
+        return rows.reshape(32, 16), cols.reshape(32, 16)
+    return _fragment_layout("m16n8k8" if kind == "tf32" else "m16n8k16", kind, "a")
+
+
+def _register_elements(words: np.ndarray, kind: str) -> np.ndarray:
+    """A's register words (lanes × 4) → element values in the order _register_a_layout gives."""
+    if ELEMENT_BYTES[kind] == 1:
+        return _decode_elements(np.ascontiguousarray(words).view(np.uint8), kind).reshape(len(words), -1)
+    return _element_values(words, kind)
+
+
 def _immediate(batch, instr, ref, what: str) -> int:
     if not isinstance(ref, ir.ImmRef) or ref.kind != "int":
         raise batch.lowering_error(instr, f"wgmma {what} must be an integer constant")
@@ -125,10 +144,10 @@ def build_wgmma(batch, instr: ir.Instr):
     scale_d_read = reader(batch, scale_d_ref, "pred") if not isinstance(scale_d_ref, ir.ImmRef) else None
     scale_d_constant = bool(scale_d_ref.value) if scale_d_read is None else None
     if a_in_registers:
-        if atype not in ("f16", "bf16", "tf32") or len(a_ref.items) != 4:
-            raise batch.lowering_error(instr, "wgmma with A in registers needs four .f16/.bf16/.tf32 registers")
+        if len(a_ref.items) != 4:
+            raise batch.lowering_error(instr, "wgmma with A in registers needs four registers")
         a_read = [reader(batch, ref, "b32") for ref in a_ref.items]
-        a_rows, a_cols = _fragment_layout("m16n8k8" if atype == "tf32" else "m16n8k16", atype, "a")
+        a_rows, a_cols = _register_a_layout(atype)
     else:
         a_read = reader(batch, a_ref, "u64")
 
@@ -156,7 +175,7 @@ def build_wgmma(batch, instr: ir.Instr):
         if a_in_registers:
             words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in a_read], axis=1)
             a = np.zeros((len(warps), 16, shape.k))
-            a[:, a_rows, a_cols] = _element_values(words, atype).reshape(len(warps), 32, -1)
+            a[:, a_rows, a_cols] = _register_elements(words, atype).reshape(len(warps), 32, -1)
         else:
             a_words = np.broadcast_to(np.asarray(a_read(leaders)), leaders.shape)
             a = load_operand(a_words, 16 * rank[:, None] + np.arange(16)[None, :], atype, leaders, trans_a == 1)

@@ -225,6 +225,11 @@ def main():
                                       immediates=", 1, -1, 1"), image_of("bf16"),
         (0, descriptor(B_IMAGE, *LAYOUTS[("mn", 32)][1:], 32)), 16,
         a_regs=(rng.uniform(-1, 1, 128 * 8).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.uint32))
+    add("e4m3_a_in_registers", kernel("e4m3_rega", "m64n32k32", "f32.e4m3.e5m2", registers_a=True), image_of("fp8"),
+        (0, descriptor(B_IMAGE, *LAYOUTS[("k", 64)][1:], 64)), 16, a_regs=image_of("fp8")[:128 * 16].view(np.uint32))
+    add("s8_a_in_registers", kernel("s8_rega", "m64n16k32", "s32.s8.s8", registers_a=True, immediates=""),
+        image_of("s8"), (0, descriptor(B_IMAGE, *LAYOUTS[("k", 0)][1:], 0)), 8,
+        a_regs=image_of("s8")[:128 * 16].view(np.uint32))
 
     source = HEADER + "".join(kernels.values())
     (OUT / "wgmma.cu").write_text(source)
