@@ -229,6 +229,40 @@ def command_isa(options) -> int:
     return 0
 
 
+class ReaderGoneStream:
+    """stdout that drops further output, instead of raising, once its reader has gone (`gpuemu run … | head`),
+    so the run still writes its output files and exits with its own status."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self._gone = True
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def entry() -> None:
     """The `gpuemu` command: main(), then exit without the interpreter's teardown, which only frees what the
     operating system reclaims anyway (about 30 ms of a short run)."""
@@ -242,6 +276,15 @@ def entry() -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    stdout = sys.stdout
+    sys.stdout = stdout if isinstance(stdout, ReaderGoneStream) else ReaderGoneStream(stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     keep_freed_memory()
     try:

@@ -1,5 +1,6 @@
 """The `gpuemu` command as a user types it: outputs, statistics, and one-line errors with their exit statuses."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,19 @@ def test_progress_line_waits_for_its_delay_and_clears_itself():
     assert stream.getvalue() == "\rgpuemu: vecadd: 10 of 100 CTAs (10%), 0 s"
     line.close()
     assert stream.getvalue().endswith("\r" + " " * len("gpuemu: vecadd: 10 of 100 CTAs (10%), 0 s") + "\r")
+
+
+def test_reader_closing_the_pipe_early_loses_no_output_file_and_prints_no_traceback(tmp_path):
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "emulator", "run", str(VECADD / "vecadd.ptx"), "--kernel", "vecadd", "--grid", "4",
+               "--block", "256", "--arg", f"@{VECADD}/inputs/a_small.npy", "--arg", f"@{VECADD}/inputs/b_small.npy",
+               "--arg", "zeros:f32:1000", "--arg", "i32:1000", "--stats", "--out", str(out), "--json",
+               str(tmp_path / "stats.json")]
+    environment = dict(os.environ, PYTHONUNBUFFERED="1")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=environment)
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 0
+    assert "Traceback" not in stderr
+    assert (out / "arg2.npy").exists() and json.loads((tmp_path / "stats.json").read_text())["status"] == "ok"
