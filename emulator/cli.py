@@ -304,6 +304,11 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     except MemoryError:
         print("gpuemu: error: out of host memory (try a smaller launch)", file=sys.stderr)
         return 5
+    except OSError as error:
+        sys.stdout.flush()
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"gpuemu: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -53,6 +53,18 @@ def test_bad_input_is_one_line_with_a_nonzero_status(args, status, fragment):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("where", ["ptx", "out"])
+def test_unusable_path_is_one_line_naming_it(where, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    ptx = tmp_path if where == "ptx" else VECADD / "vecadd.ptx"
+    out = blocker / "out" if where == "out" else tmp_path / "out"
+    result = gpuemu("run", ptx, "--grid", "1", "--block", "32", "--out", out)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("gpuemu: error: ") and str(tmp_path) in last
+
+
 def test_bad_ptx_names_file_line_and_column(tmp_path):
     bad = tmp_path / "bad.ptx"
     text = (VECADD / "vecadd.ptx").read_text().replace("add.f32", "add.f32 %f9 %f10,", 1)
