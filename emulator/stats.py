@@ -305,24 +305,32 @@ class MemoryStats(Observer):
     def instruction_counters(self, pcs) -> Dict[str, object]:
         """The counters of a set of instructions (a line, a function, the whole kernel) under ncu/nvprof names."""
         pcs = [pc for pc in pcs if pc not in self._synthetic]
+        result = self._execution_counters(pcs)
+        kinds_at = self._kinds_at()
+        for kind in KINDS:
+            result.update(_kind_counters(kind, self._totals((pc for pc in pcs if kind in kinds_at.get(pc, ())), kind)))
+        return result
+
+    def _execution_counters(self, pcs) -> Dict[str, object]:
+        """Executions, lanes, branches and barriers of these instructions."""
         instrs = self.program.instrs
-        result: Dict[str, object] = {}
         warps = sum(self.warp_count[pc] for pc in pcs)
         lanes = sum(self.lane_count[pc] for pc in pcs)
         branch_pcs = [pc for pc in pcs if instrs[pc].control == ir.BRANCH]
         branches = sum(self.warp_count[pc] for pc in branch_pcs)
         divergent = sum(self.divergent[pc] for pc in branch_pcs)
-        barriers = sum(self.warp_count[pc] for pc in pcs if instrs[pc].control == ir.BARRIER)
-        result["warp_instructions"] = warps
-        result["thread_instructions"] = lanes
-        result["warp_execution_efficiency"] = _ratio(lanes, warps * WARP, 100.0)
-        result["branches"] = branches
-        result["divergent_branches"] = divergent
-        result["branch_efficiency"] = _ratio(branches - divergent, branches, 100.0)
-        result["barriers"] = barriers
-        for kind in KINDS:
-            result.update(_kind_counters(kind, self._totals(pcs, kind)))
-        return result
+        return {"warp_instructions": warps, "thread_instructions": lanes,
+                "warp_execution_efficiency": _ratio(lanes, warps * WARP, 100.0),
+                "branches": branches, "divergent_branches": divergent,
+                "branch_efficiency": _ratio(branches - divergent, branches, 100.0),
+                "barriers": sum(self.warp_count[pc] for pc in pcs if instrs[pc].control == ir.BARRIER)}
+
+    def _kinds_at(self) -> Dict[int, set]:
+        """pc → the access kinds it made."""
+        kinds_at: Dict[int, set] = {}
+        for pc, kind in self.access:
+            kinds_at.setdefault(pc, set()).add(kind)
+        return kinds_at
 
     def kernel_counters(self) -> Dict[str, object]:
         """Whole-kernel counters (every launch this observer saw)."""
@@ -349,24 +357,48 @@ class MemoryStats(Observer):
 
     def line_counters(self) -> Dict[int, Dict[str, object]]:
         """Per PTX line: executions, lanes, and the counters of the access kinds the line made."""
-        result = {}
         instrs = self.program.instrs
-        for line, pcs in sorted(self.lines().items()):
-            counters = self.instruction_counters(pcs)
-            entry = {"ptx": " ".join(instrs[pc].text for pc in pcs),
-                     "warp_instructions": counters["warp_instructions"],
-                     "thread_instructions": counters["thread_instructions"],
-                     "warp_execution_efficiency": counters["warp_execution_efficiency"]}
+        by_line = sorted(self.lines().items())
+        line_of = np.empty(len(instrs), dtype=np.int64)
+        for index, (_, pcs) in enumerate(by_line):
+            line_of[pcs] = index
+        counted = np.ones(len(instrs), dtype=bool)
+        counted[list(self._synthetic)] = False
+        branch = np.array([instr.control == ir.BRANCH for instr in instrs], dtype=bool)
+        barrier = np.array([instr.control == ir.BARRIER for instr in instrs], dtype=bool)
+        warp_count = np.array(self.warp_count, dtype=np.int64) * counted
+
+        def per_line(values) -> List[int]:
+            return np.bincount(line_of, weights=values, minlength=len(by_line)).astype(np.int64).tolist()
+
+        warps = per_line(warp_count)
+        lanes = per_line(np.array(self.lane_count, dtype=np.int64) * counted)
+        branches = per_line(warp_count * branch)
+        divergent = per_line(np.array(self.divergent, dtype=np.int64) * counted * branch)
+        barriers = per_line(warp_count * barrier)
+        has_branch = per_line(branch)
+        has_barrier = per_line(barrier)
+        kinds_at = self._kinds_at()
+        result = {}
+        for index, (line, pcs) in enumerate(by_line):
+            entry = {"ptx": " ".join(instrs[pc].text for pc in pcs), "warp_instructions": warps[index],
+                     "thread_instructions": lanes[index],
+                     "warp_execution_efficiency": _ratio(lanes[index], warps[index] * WARP, 100.0)}
             source = instrs[pcs[0]].source
             if source is not None:
                 entry["source"] = f"{source[0]}:{source[1]}"
-            if any(instrs[pc].control == ir.BRANCH for pc in pcs):
-                for key in ("branches", "divergent_branches", "branch_efficiency"):
-                    entry[key] = counters[key]
-            if any(instrs[pc].control == ir.BARRIER for pc in pcs):
-                entry["barriers"] = counters["barriers"]
-            for kind in self.kinds_of(pcs):
-                entry.update(_kind_counters(kind, self._totals(pcs, kind)))
+            if has_branch[index]:
+                entry["branches"] = branches[index]
+                entry["divergent_branches"] = divergent[index]
+                entry["branch_efficiency"] = _ratio(branches[index] - divergent[index], branches[index], 100.0)
+            if has_barrier[index]:
+                entry["barriers"] = barriers[index]
+            made = [kinds_at[pc] for pc in pcs if pc in kinds_at]
+            if made:
+                made = set().union(*made)
+                for kind in KINDS:
+                    if kind in made:
+                        entry.update(_kind_counters(kind, self._totals(pcs, kind)))
             result[line] = entry
         return result
 
@@ -492,7 +524,8 @@ def after_run(options, observer: MemoryStats, stats, report) -> None:
     from .launch import plain_name
     counters = observer.kernel_counters()
     report.update(counters)
-    report["lines"] = {str(line): entry for line, entry in observer.line_counters().items()}
+    if options.json:
+        report["lines"] = {str(line): entry for line, entry in observer.line_counters().items()}
     sys.stdout.flush()
     print(format_table(counters, launch_title(plain_name(stats.kernel), stats.grid, stats.block,
                                               observer.bank_bytes)))
