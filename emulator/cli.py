@@ -66,6 +66,27 @@ def write_npy_atomically(path: str, array: np.ndarray) -> None:
         raise
 
 
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number")
+    return value
+
+
+def check_output_path(path: str, flag: str) -> None:
+    """Fail before the run, not after it, when an output file could not be written there."""
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path}: is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    if not os.access(directory, os.W_OK):
+        raise UsageError(f"{flag} {path}: the directory is not writable")
+
+
 def write_json_atomically(path: str, data: dict) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -89,7 +110,7 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
                         help="kernel argument in parameter order: @file.npy, zeros:DTYPE:COUNT or DTYPE:VALUE")
     parser.add_argument("--const", action="append", default=[], metavar="NAME=@file.npy",
                         help="set a __constant__ (or __device__) symbol before the launch")
-    parser.add_argument("--max-steps", type=int, default=None,
+    parser.add_argument("--max-steps", type=positive_int, default=None,
                         help="stop after this many scheduler steps (default 20,000,000)")
     parser.add_argument("--backend", choices=("auto", "c", "numpy"), default="auto",
                         help="memory core: the C library or the pure-numpy fallback")
@@ -174,6 +195,8 @@ def command_run(options) -> int:
     module, kernel, args, grid, block = prepare_launch(options)
     if options.out:
         os.makedirs(options.out, exist_ok=True)
+    if options.json:
+        check_output_path(options.json, "--json")
     features = _present(RUN_FEATURES)
     attached = []
     policy = None

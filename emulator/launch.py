@@ -592,6 +592,13 @@ class Launch:
                    f"{self.where(instr)}, {self._who(batch, int(thread))}")
         return DeviceError("CUDA_ERROR_ILLEGAL_INSTRUCTION", summary, summary)
 
+    def partial_warpgroup_error(self, batch: Batch, instr: ir.Instr, thread: int) -> DeviceError:
+        name = plain_name(self.program.name)
+        summary = (f"CUDA_ERROR_ILLEGAL_INSTRUCTION: `{instr.text}` needs every warp of its warpgroup (4 warps, 128 "
+                   f"threads), but the block has {batch.tpc} threads, in kernel {name}, pc {instr.pc}, "
+                   f"{self.where(instr)}, {self._who(batch, int(thread))}")
+        return DeviceError("CUDA_ERROR_ILLEGAL_INSTRUCTION", summary, summary)
+
     def trap_error(self, batch: Batch, instr: ir.Instr, thread: int) -> DeviceError:
         name = plain_name(self.program.name)
         summary = (f"CUDA_ERROR_LAUNCH_FAILED: trap in kernel {name}, pc {instr.pc}, {self.where(instr)}, "

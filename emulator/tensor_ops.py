@@ -258,6 +258,9 @@ def _fragment_layout(shape: str, kind: str, role: str):
 #: leading bit of the sum (fitted bit for bit on examples/wgmma; fp8 sums keep 14 significant bits).
 ALIGNMENT_BITS = {"f16": 25, "bf16": 25, "tf32": 25, "e4m3": 13, "e5m2": 13}
 SUM_BITS = {"f16": 23, "bf16": 23, "tf32": 23, "e4m3": 13, "e5m2": 13}
+#: the one NaN a tensor core writes, whatever NaN or invalid operation made it (H100: inf·0, NaN inputs, inf − inf)
+_F32_NAN = np.array(0x7FFFFFFF, dtype=np.uint32).view(np.float32)
+_F16_NAN = np.array(0x7FFF, dtype=np.uint16).view(np.float16)
 
 
 def _exponents(x: np.ndarray) -> np.ndarray:
@@ -276,20 +279,21 @@ def tensor_core_sum(a: np.ndarray, b: np.ndarray, c: np.ndarray, kind: str, accu
     """A·B + C (a: (..., m, k), b: (..., n, k), c: (..., m, n) float64) as the H100's tensor cores add it, in the
     accumulator type (f32 or f16): each product's exponent is the sum of its factors' exponents; every product
     and C is cut toward zero to ALIGNMENT_BITS below the largest of those exponents and the cut terms are added
-    exactly. An f32 sum is then cut toward zero to SUM_BITS below its leading bit; an f16 sum is rounded to
-    nearest. (A single rounding of the exact sum agrees with the H100 on only 60 % of random f16 elements;
-    this agrees on all of them.)"""
-    products = a[..., :, None, :] * b[..., None, :, :]
-    exponents = np.where(products == 0, -100000, _exponents(a)[..., :, None, :] + _exponents(b)[..., None, :, :])
-    step = np.maximum(exponents.max(axis=-1), _exponents(c)) - ALIGNMENT_BITS[kind]
+    exactly. An f32 sum is then cut toward zero to SUM_BITS below its leading bit (beyond the f32 range it is
+    infinite); an f16 sum is rounded to nearest; any NaN comes out as the canonical one. (A single rounding of
+    the exact sum agrees with the H100 on only 60 % of random f16 elements; this agrees on all of them.)"""
     with np.errstate(invalid="ignore", over="ignore"):
+        products = a[..., :, None, :] * b[..., None, :, :]
+        exponents = np.where(products == 0, -100000, _exponents(a)[..., :, None, :] + _exponents(b)[..., None, :, :])
+        step = np.maximum(exponents.max(axis=-1), _exponents(c)) - ALIGNMENT_BITS[kind]
         total = _cut(products, step[..., None]).sum(axis=-1) + _cut(c, step)
         if accumulator == "f16":
-            return total.astype(np.float16)
+            return np.where(np.isnan(total), _F16_NAN, total.astype(np.float16))
         total = _cut(total, _exponents(total) - SUM_BITS[kind])
         rounded = total.astype(np.float32)
-        too_far = np.abs(rounded.astype(np.float64)) > np.abs(total)
-    return np.where(too_far, np.nextafter(rounded, np.float32(0)), rounded)
+        too_far = np.isfinite(rounded) & (np.abs(rounded.astype(np.float64)) > np.abs(total))
+    rounded = np.where(too_far, np.nextafter(rounded, np.float32(0)), rounded)
+    return np.where(np.isnan(total), _F32_NAN, rounded)
 
 
 def _fma_chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -23,6 +23,14 @@ from .tensor_ops import _element_values, _fragment_layout, tensor_core_sum
 SWIZZLE_WIDTHS = {0: 0, 1: 128, 2: 64, 3: 32}
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
 TRANSPOSABLE = ("f16", "bf16")
+FP8 = ("e4m3", "e5m2")
+INTEGERS = ("s8", "u8")
+#: (accumulator, A, B) → the K of the shape, as the PTX ISA (and ptxas) allow them
+FORMS = {("f16", "f16", "f16"): 16, ("f32", "f16", "f16"): 16, ("f32", "bf16", "bf16"): 16, ("f32", "tf32", "tf32"): 8,
+         **{(d, a, b): 32 for d in ("f16", "f32") for a in FP8 for b in FP8},
+         **{("s32", a, b): 32 for a in INTEGERS for b in INTEGERS}}
+#: integer shapes allow N of 8, 16, 24, 32 and then multiples of 16 (ptxas refuses 40, 56, 72 …)
+INTEGER_N = frozenset([8, 16, 24, 32] + list(range(48, 257, 16)))
 
 
 @dataclass(frozen=True)
@@ -109,16 +117,44 @@ def _immediate(batch, instr, ref, what: str) -> int:
     return int(ref.value)
 
 
+def _check_form(batch, instr, shape: Shape, dtype: str, atype: str, btype: str) -> None:
+    """The type, shape and modifier combinations ptxas accepts; anything else is a one-line error."""
+    if (dtype, atype, btype) not in FORMS:
+        raise batch.lowering_error(instr, f"wgmma is not defined for .{dtype}.{atype}.{btype}")
+    if shape.k != FORMS[(dtype, atype, btype)]:
+        raise batch.lowering_error(instr, f"wgmma with .{atype} inputs needs .k{FORMS[(dtype, atype, btype)]}, "
+                                          f"not .k{shape.k}")
+    if dtype == "s32" and shape.n not in INTEGER_N:
+        raise batch.lowering_error(instr, f"integer wgmma is not defined for .n{shape.n}")
+    if instr.decoded.has("satfinite") and dtype != "s32":
+        raise batch.lowering_error(instr, "wgmma .satfinite needs an .s32 accumulator")
+
+
+def _check_register(batch, instr, ref, kinds: tuple, what: str) -> None:
+    if not isinstance(ref, ir.RegRef) or ref.reg.type not in kinds:
+        raise batch.lowering_error(instr, f"wgmma {what} must be a .{kinds[0]} register")
+
+
 def build_wgmma(batch, instr: ir.Instr):
     decoded = instr.decoded
     op = decoded.get("wgmmaop")
+    if op == "wait_group":
+        if len(instr.operands) != 1 or not isinstance(instr.operands[0], ir.ImmRef):
+            raise batch.lowering_error(instr, "wgmma.wait_group takes one integer constant")
+    if op is None:
+        raise batch.lowering_error(instr, "wgmma needs one of .mma_async, .fence, .commit_group, .wait_group")
     if op != "mma_async":
         return executors.build_nop(batch, instr)
+    if decoded.get("wgmmashape") is None:
+        raise batch.lowering_error(instr, "wgmma.mma_async needs a shape such as .m64n64k16")
     shape = Shape.parse(decoded.get("wgmmashape"))
+    if len(decoded.types) != 3:
+        raise batch.lowering_error(instr, "wgmma.mma_async needs the accumulator and both input types")
     dtype, atype, btype = decoded.types
-    if atype not in ELEMENT_BYTES or btype not in ELEMENT_BYTES:
-        raise batch.lowering_error(instr, f"wgmma with .{atype}/.{btype} inputs is not supported")
+    _check_form(batch, instr, shape, dtype, atype, btype)
     operands = instr.operands
+    if len(operands) < 4:
+        raise batch.lowering_error(instr, f"'{instr.opcode}' takes at least 4 operands, got {len(operands)}")
     d_ref, a_ref, b_ref, scale_d_ref = operands[:4]
     immediates = [_immediate(batch, instr, ref, "scale and transpose operands") for ref in operands[4:]]
     a_in_registers = isinstance(a_ref, ir.VecRef)
@@ -132,6 +168,16 @@ def build_wgmma(batch, instr: ir.Instr):
     if scale_a not in (1, -1) or scale_b not in (1, -1):
         raise batch.lowering_error(instr, "wgmma imm-scale-a and imm-scale-b must be 1 or -1")
     trans_a, trans_b = given.get("imm-trans-a", 0), given.get("imm-trans-b", 0)
+    if trans_a not in (0, 1) or trans_b not in (0, 1):
+        raise batch.lowering_error(instr, "wgmma imm-trans-a and imm-trans-b must be 0 or 1")
+    if isinstance(scale_d_ref, ir.ImmRef):
+        if scale_d_ref.kind != "int" or scale_d_ref.value not in (0, 1):
+            raise batch.lowering_error(instr, "wgmma scale-d must be a predicate or the constant 0 or 1")
+    else:
+        _check_register(batch, instr, scale_d_ref, ("pred",), "scale-d")
+    if not a_in_registers:
+        _check_register(batch, instr, a_ref, ("b64", "u64", "s64"), "A descriptor")
+    _check_register(batch, instr, b_ref, ("b64", "u64", "s64"), "B descriptor")
 
     registers = d_ref.items if isinstance(d_ref, ir.VecRef) else (d_ref,)
     per_register = 2 if dtype == "f16" else 1
@@ -168,6 +214,8 @@ def build_wgmma(batch, instr: ir.Instr):
 
     def execute(sel):
         lanes = lanes_of(sel, batch.n)
+        if batch.tpc % 128:
+            raise batch.launch.partial_warpgroup_error(batch, instr, int(lanes[0]))
         warps = np.unique(lanes >> 5)
         threads = (warps[:, None] * 32 + lane[None, :]).reshape(-1)
         leaders = warps * 32

@@ -45,6 +45,9 @@ def test_kernel_may_be_omitted_when_the_file_has_one(tmp_path):
     (["--grid", "1", "--block", "32", "--arg", "zeros:q32:3"], 2, "unknown type 'q32'"),
     (["--grid", "x", "--block", "32"], 2, "--grid 'x'"),
     (["--grid", "1", "--block", "32", "--arg", "@missing.npy"], 2, "not found"),
+    (["--grid", "1", "--block", "32", "--max-steps", "-1"], 2, "--max-steps: -1 is not a positive number"),
+    (["--grid", "1", "--block", "32", "--arg", "zeros:f32:32", "--arg", "zeros:f32:32", "--arg", "zeros:f32:32",
+      "--arg", "i32:32", "--json", "/"], 2, "--json /: is a directory"),
 ])
 def test_bad_input_is_one_line_with_a_nonzero_status(args, status, fragment):
     result = gpuemu("run", VECADD / "vecadd.ptx", *args)

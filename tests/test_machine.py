@@ -149,3 +149,32 @@ def test_barrier_thread_count_that_is_not_a_multiple_of_32_is_an_illegal_instruc
     with pytest.raises(DeviceError) as info:
         module.kernel("k").launch(1, 64, [np.uint32(48)])
     assert info.value.cuda_error == "CUDA_ERROR_ILLEGAL_INSTRUCTION" and "48 threads" in str(info.value)
+
+
+def test_guard_may_name_a_predicate_declared_without_percent_as_cutlass_inline_asm_does():
+    ptx = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, 7;
+  {
+  .reg .pred P1;
+  setp.lt.u32 P1, %r1, 4;
+  @!P1 mov.u32 %r2, 5;
+  @P1 add.u32 %r2, %r2, 1;
+  }
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd2, %rd1, %rd2;
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+"""
+    out = np.zeros(8, np.uint32)
+    emulator.load(ptx).kernel("k").launch(1, 8, [out])
+    assert out.tolist() == [8, 8, 8, 8, 5, 5, 5, 5]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import emulator
-from emulator.errors import PTXSemanticError
+from emulator.errors import DeviceError, PTXSemanticError
 from emulator.spec import read_launches, run_launch
 from emulator.tensor_ops import tensor_core_sum
 from emulator.wgmma import operand_addresses
@@ -106,8 +106,71 @@ ACCUMULATORS = "{" + ",".join(f"%r{i}" for i in range(4)) + "}"
      "takes 8 operands, got 6"),
     (f"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {ACCUMULATORS}, %rd1, %rd1, %p1, 2, 1, 0, 0;",
      "imm-scale-a and imm-scale-b must be 1 or -1"),
+    (f"wgmma.mma_async.sync.aligned.m64n8k32.f32.s8.s8 {ACCUMULATORS}, %rd1, %rd1, %p1, 1, 1;",
+     "wgmma is not defined for .f32.s8.s8"),
+    (f"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.bf16 {ACCUMULATORS}, %rd1, %rd1, %p1, 1, 1, 0, 0;",
+     "wgmma is not defined for .f32.f16.bf16"),
+    (f"wgmma.mma_async.sync.aligned.m64n8k8.f32.f16.f16 {ACCUMULATORS}, %rd1, %rd1, %p1, 1, 1, 0, 0;",
+     "wgmma with .f16 inputs needs .k16, not .k8"),
+    ("wgmma.mma_async.sync.aligned.m64n40k32.s32.s8.s8 {" + ",".join(f"%r{i}" for i in range(20)) +
+     "}, %rd1, %rd1, %p1;", "integer wgmma is not defined for .n40"),
+    (f"wgmma.mma_async.sync.aligned.m64n8k32.satfinite.f32.e4m3.e4m3 {ACCUMULATORS}, %rd1, %rd1, %p1, 1, 1;",
+     "wgmma .satfinite needs an .s32 accumulator"),
+    (f"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {ACCUMULATORS}, %rd1, %rd1, %p1, 1, 1, 2, 0;",
+     "imm-trans-a and imm-trans-b must be 0 or 1"),
+    (f"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {ACCUMULATORS}, %rd1, %rd1, 5, 1, 1, 0, 0;",
+     "scale-d must be a predicate or the constant 0 or 1"),
+    (f"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {ACCUMULATORS}, %rd1, %rd1, %r9, 1, 1, 0, 0;",
+     "wgmma scale-d must be a .pred register"),
+    (f"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {ACCUMULATORS}, %r9, %rd1, %p1, 1, 1, 0, 0;",
+     "wgmma A descriptor must be a .b64 register"),
+    ("wgmma.wait_group.sync.aligned %r9;", "wgmma.wait_group takes one integer constant"),
+    (f"wgmma.mma_async.sync.aligned.f32.f16.f16 {ACCUMULATORS}, %rd1, %rd1, %p1, 1, 1, 0, 0;",
+     "needs a shape such as .m64n64k16"),
 ])
 def test_wgmma_misuse_is_one_line_naming_the_instruction(instruction, message):
     with pytest.raises(PTXSemanticError) as info:
         emulator.load(WGMMA_KERNEL.replace("WGMMA", instruction)).kernel("k").launch(1, 128, [np.zeros(4, np.uint32)])
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_wgmma_in_a_block_that_is_not_whole_warpgroups_is_an_illegal_instruction():
+    instruction = f"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {ACCUMULATORS}, %rd1, %rd1, %p1, 1, 1, 0, 0;"
+    with pytest.raises(DeviceError) as info:
+        emulator.load(WGMMA_KERNEL.replace("WGMMA", instruction)).kernel("k").launch(1, 96, [np.zeros(4, np.uint32)])
+    assert info.value.cuda_error == "CUDA_ERROR_ILLEGAL_INSTRUCTION" and "the block has 96 threads" in str(info.value)
+
+
+def _bits(value: int, kind: str) -> float:
+    if kind == "f16":
+        return float(np.array([value], np.uint16).view(np.float16)[0])
+    return float(np.array([value << 16], np.uint32).view(np.float32)[0])
+
+
+#: mma.sync.m16n8k16 on the H100 with every A element a, every B element b and C c (16 products each):
+#: (input kind, a bits, b bits, C bits (f32, or f16 for an f16 accumulator), accumulator, D bits)
+SPECIAL_VALUES_ON_H100 = [
+    ("f16", 0x7C00, 0x0000, 0x00000000, "f32", 0x7FFFFFFF),
+    ("f16", 0x7C00, 0x3C00, 0xFF800000, "f32", 0x7FFFFFFF),
+    ("f16", 0x7E00, 0x3C00, 0x00000000, "f32", 0x7FFFFFFF),
+    ("f16", 0xFE00, 0x3C00, 0x00000000, "f32", 0x7FFFFFFF),
+    ("f16", 0x3C00, 0x3C00, 0xFFC00001, "f32", 0x7FFFFFFF),
+    ("f16", 0x7C00, 0x3C00, 0x00000000, "f32", 0x7F800000),
+    ("f16", 0x7BFF, 0x7BFF, 0x7F7FFFFF, "f32", 0x7F7FFFFF),
+    ("bf16", 0x7F00, 0x7F00, 0x00000000, "f32", 0x7F800000),
+    ("bf16", 0x7F00, 0x7F00, 0xFF800000, "f32", 0xFF800000),
+    ("bf16", 0xFF00, 0x7F00, 0x00000000, "f32", 0xFF800000),
+    ("bf16", 0x7F7F, 0x3F80, 0xFF7FFFFF, "f32", 0x7F800000),
+    ("f16", 0x7C00, 0x0000, 0x0000, "f16", 0x7FFF),
+    ("f16", 0x7BFF, 0x7BFF, 0x0000, "f16", 0x7C00),
+    ("f16", 0xFBFF, 0x7BFF, 0x0000, "f16", 0xFC00),
+    ("f16", 0x3C00, 0x3C00, 0x7E01, "f16", 0x7FFF),
+]
+
+
+@pytest.mark.parametrize("kind, a, b, c, accumulator, expected", SPECIAL_VALUES_ON_H100)
+def test_tensor_core_sum_gives_the_h100s_nan_and_infinities(kind, a, b, c, accumulator, expected):
+    c_value = _bits(c, "f16") if accumulator == "f16" else float(np.array([c], np.uint32).view(np.float32)[0])
+    d = tensor_core_sum(np.full((1, 1, 16), _bits(a, kind)), np.full((1, 1, 16), _bits(b, kind)),
+                        np.full((1, 1, 1), c_value), kind, accumulator)
+    assert int(d.view(np.uint16 if accumulator == "f16" else np.uint32)[0, 0, 0]) == expected

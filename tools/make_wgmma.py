@@ -231,6 +231,19 @@ def main():
         image_of("s8"), (0, descriptor(B_IMAGE, *LAYOUTS[("k", 0)][1:], 0)), 8,
         a_regs=image_of("s8")[:128 * 16].view(np.uint32))
 
+    def with_specials(image, codes, every):
+        """A 16-bit image with every `every`-th element replaced by one of codes (infinities, NaNs, huge values)."""
+        halves = image.view(np.uint16).copy()
+        picks = np.arange(0, halves.size, every)
+        halves[picks] = np.array(codes, dtype=np.uint16)[rng.integers(0, len(codes), picks.size)]
+        return halves.view(np.uint8)
+
+    add("bf16_specials", kernel("bf16_specials", "m64n32k16", "f32.bf16.bf16", immediates=", 1, 1, 0, 0"),
+        with_specials(image_of("bf16"), [0x7F00, 0xFF00, 0x7F7F, 0x7F80, 0xFF80, 0x7FC0, 0x0001], 37), k_major(64), 16)
+    add("f16_specials_f16_accumulator", kernel("f16_specials_f16acc", "m64n32k16", "f16.f16.f16",
+                                                immediates=", 1, 1, 0, 0"),
+        with_specials(f16_image(), [0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x0001], 41), k_major(32), 8)
+
     source = HEADER + "".join(kernels.values())
     (OUT / "wgmma.cu").write_text(source)
     subprocess.run(["nvcc", "-ptx", "-arch=sm_90a", "-lineinfo", "wgmma.cu", "-o", "wgmma.ptx"], cwd=OUT, check=True)

@@ -402,3 +402,37 @@ extern "C" __global__ void s8_rega(const uint4* image, const uint32_t* c_in, uin
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   for (int i = 0; i < 8; ++i) d_out[blockIdx.x * 128 * 8 + t * 8 + i] = d[i];
 }
+
+extern "C" __global__ void bf16_specials(const uint4* image, const uint32_t* c_in, uint32_t* d_out, uint64_t desc_a,
+                                  uint64_t desc_b, int scale_d, const uint32_t* a_regs) {
+  __shared__ __align__(1024) unsigned char smem[IMAGE_BYTES];
+  load_image(smem, image);
+  const int t = threadIdx.x;
+  float d[16];
+  for (int i = 0; i < 16; ++i) d[i] = __uint_as_float(c_in[t * 16 + i]);
+  
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) : "l"(place(smem, desc_a)), "l"(place(smem, desc_b)), "r"(scale_d));
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  for (int i = 0; i < 16; ++i) d_out[blockIdx.x * 128 * 16 + t * 16 + i] = __float_as_uint(d[i]);
+}
+
+extern "C" __global__ void f16_specials_f16acc(const uint4* image, const uint32_t* c_in, uint32_t* d_out, uint64_t desc_a,
+                                  uint64_t desc_b, int scale_d, const uint32_t* a_regs) {
+  __shared__ __align__(1024) unsigned char smem[IMAGE_BYTES];
+  load_image(smem, image);
+  const int t = threadIdx.x;
+  uint32_t d[8];
+  for (int i = 0; i < 8; ++i) d[i] = c_in[t * 8 + i];
+  
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16.f16.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]) : "l"(place(smem, desc_a)), "l"(place(smem, desc_b)), "r"(scale_d));
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  for (int i = 0; i < 8; ++i) d_out[blockIdx.x * 128 * 8 + t * 8 + i] = d[i];
+}
