@@ -359,9 +359,10 @@ class MemoryStats(Observer):
         """Per PTX line: executions, lanes, and the counters of the access kinds the line made."""
         instrs = self.program.instrs
         by_line = sorted(self.lines().items())
-        line_of = np.empty(len(instrs), dtype=np.int64)
+        line_of = [0] * len(instrs)
         for index, (_, pcs) in enumerate(by_line):
-            line_of[pcs] = index
+            for pc in pcs:
+                line_of[pc] = index
         counted = np.ones(len(instrs), dtype=bool)
         counted[list(self._synthetic)] = False
         branch = np.array([instr.control == ir.BRANCH for instr in instrs], dtype=bool)
@@ -379,10 +380,11 @@ class MemoryStats(Observer):
         has_branch = per_line(branch)
         has_barrier = per_line(barrier)
         kinds_at = self._kinds_at()
+        texts = [instr.text for instr in instrs]
         result = {}
         for index, (line, pcs) in enumerate(by_line):
-            entry = {"ptx": " ".join(instrs[pc].text for pc in pcs), "warp_instructions": warps[index],
-                     "thread_instructions": lanes[index],
+            entry = {"ptx": texts[pcs[0]] if len(pcs) == 1 else " ".join([texts[pc] for pc in pcs]),
+                     "warp_instructions": warps[index], "thread_instructions": lanes[index],
                      "warp_execution_efficiency": _ratio(lanes[index], warps[index] * WARP, 100.0)}
             source = instrs[pcs[0]].source
             if source is not None:
@@ -424,25 +426,33 @@ class MemoryStats(Observer):
         return total
 
 
+def _kind_names(kind: str) -> Tuple[str, ...]:
+    """The counter names of one access kind: requests, transactions or sectors, per request, conflicts or
+    efficiency (None where the kind has none), contention, maximum contention."""
+    space, _, op = kind.partition("_")
+    unit = "transactions" if space in ("shared", "constant") else "sectors"
+    third = f"{kind}_bank_conflicts" if space == "shared" else _EFFICIENCY_NAMES.get(kind)
+    return (f"{kind}_requests", f"{kind}_{unit}", f"{kind}_{unit}_per_request", third,
+            f"{kind}_contention", f"{kind}_max_contention")
+
+
+_KIND_NAMES = {kind: _kind_names(kind) for kind in KINDS}
+
+
 def _kind_counters(kind: str, slot: List[int]) -> Dict[str, object]:
     requests, transactions, ideal, requested, contention, max_contention = slot
-    space, _, op = kind.partition("_")
-    result: Dict[str, object] = {f"{kind}_requests": requests}
+    names = _KIND_NAMES[kind]
+    result: Dict[str, object] = {names[0]: requests}
     if kind == "param_load":
         return result
-    if space == "shared" or space == "constant":
-        result[f"{kind}_transactions"] = transactions
-        result[f"{kind}_transactions_per_request"] = _ratio(transactions, requests)
-        if space == "shared":
-            result[f"{kind}_bank_conflicts"] = transactions - ideal
-    else:
-        result[f"{kind}_sectors"] = transactions
-        result[f"{kind}_sectors_per_request"] = _ratio(transactions, requests)
-        if kind in _EFFICIENCY_NAMES:
-            result[_EFFICIENCY_NAMES[kind]] = _ratio(requested, transactions * SECTOR, 100.0)
-    if op == "atomic":
-        result[f"{kind}_contention"] = _ratio(contention, requests)
-        result[f"{kind}_max_contention"] = max_contention
+    result[names[1]] = transactions
+    result[names[2]] = _ratio(transactions, requests)
+    if names[3] is not None:
+        result[names[3]] = transactions - ideal if kind.startswith("shared") else \
+            _ratio(requested, transactions * SECTOR, 100.0)
+    if kind.endswith("_atomic"):
+        result[names[4]] = _ratio(contention, requests)
+        result[names[5]] = max_contention
     return result
 
 
