@@ -2,9 +2,8 @@
 
 cp.async is modelled as a real asynchronous copy: the source is read when the instruction issues,
 and shared memory is written only when a cp.async.wait_group / wait_all lets the group complete, so a
-kernel that forgets to wait reads stale data as it would on hardware. mma.sync multiplies exactly
-(every product is exact in float64) and rounds the sum once to the accumulator type; H100 tensor
-cores round internally in places, so results can differ in the last bits (see docs/tensor-cores.md).
+kernel that forgets to wait reads stale data as it would on hardware. mma.sync and wmma add their products
+the way the H100's tensor cores do (tensor_core_sum, fitted bit for bit on the H100; docs/tensor-cores.md).
 """
 from __future__ import annotations
 

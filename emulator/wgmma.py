@@ -3,8 +3,8 @@
 A warpgroup is four consecutive warps of a CTA; warp r of it (r = warp index in the CTA mod 4) owns rows
 16r..16r+15 of the 64-row product, so each warp computes its own slice from the shared operands and its
 own registers. The multiply runs when wgmma.mma_async issues: the hardware may finish any time before
-wgmma.wait_group, and finishing at once is one of the behaviours it allows. Products are exact (float64)
-and each element is rounded once to the accumulator type.
+wgmma.wait_group, and finishing at once is one of the behaviours it allows. The sums are the H100's
+(tensor_ops.tensor_core_sum).
 """
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def _register_a_layout(kind: str):
     l/4 and l/4 + 8 at k = 4(l%4)..+3, registers 2/3 the same 16 columns on."""
     if ELEMENT_BYTES[kind] == 1:
         lane, register, byte = np.arange(32)[:, None, None], np.arange(4)[None, :, None], np.arange(4)[None, None, :]
-        rows = lane // 4 + 8 * (register % 2) + 0 * byte
+        rows = np.broadcast_to(lane // 4 + 8 * (register % 2), (32, 4, 4))
         cols = 4 * (lane % 4) + byte + 16 * (register // 2)
         return rows.reshape(32, 16), cols.reshape(32, 16)
     return _fragment_layout("m16n8k8" if kind == "tf32" else "m16n8k16", kind, "a")
