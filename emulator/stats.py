@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -93,6 +93,17 @@ def returning_atomics(program: ir.Program) -> List[bool]:
     return returning
 
 
+def _uniform_address_pcs(program: ir.Program, uniform: Set[int]) -> List[bool]:
+    """Per pc: a load or store whose address is the same for every lane (a symbol, a constant, or a
+    launch-uniform register plus an offset)."""
+    same = [False] * len(program.instrs)
+    for instr in program.instrs:
+        if instr.op_class in ("ld", "st"):
+            address = next((operand for operand in instr.operands if isinstance(operand, ir.AddrRef)), None)
+            same[instr.pc] = address is not None and (address.base is None or address.base.reg.index in uniform)
+    return same
+
+
 def serialised_atomic_wavefronts(addresses, threads, width: int, bank_bytes: int) -> int:
     """Shared atomics that return the old value: per warp and phase, the most lanes on one bank (unlike
     loads, lanes on one word do not share a wavefront: tests/stats_patterns shared_atom_one_word)."""
@@ -152,6 +163,7 @@ class MemoryStats(Observer):
         program = launch.program
         if self.program is None:
             self._bind(program)
+            self._uniform_address = _uniform_address_pcs(program, launch.uniform_registers())
         elif program is not self.program:
             raise ValueError("a MemoryStats counts one kernel; attach a new one for another kernel")
 
@@ -164,6 +176,8 @@ class MemoryStats(Observer):
         self.access: Dict[Tuple[int, str], List[int]] = {}
         self.shared_samples: Dict[int, Dict[int, Tuple[np.ndarray, np.ndarray, int]]] = {}
         self._declared = []
+        self._uniform_address = [False] * n
+        self._last_local = None
         self._returning = returning_atomics(program)
         # SASS lowering adds synthetic instructions (lock arbitration, reconvergence branches): they
         # run, but the hardware executes no such instruction, so the counters leave them out
@@ -270,6 +284,9 @@ class MemoryStats(Observer):
             requests = totals.requests
             if self.capture_shared and batch.cta_start == 0:
                 self._capture(pc, addresses, threads, width, batch.tpc_pad)
+        elif space == "local" and not atomic and threads is not None and self._uniform_address[pc]:
+            totals = self._uniform_local_totals(memory, addresses, threads, width)
+            requests = totals.requests * max(width // 4, 1)
         else:
             totals = memory.request_totals("local_sectors" if space == "local" else "global_sectors", addresses,
                                            threads, width, contention=atomic)
@@ -284,6 +301,20 @@ class MemoryStats(Observer):
         if atomic:
             slot[CONTENTION] += totals.contention
             slot[MAX_CONTENTION] = max(slot[MAX_CONTENTION], totals.max_contention)
+
+    def _uniform_local_totals(self, memory, addresses, threads, width):
+        """Local sectors of lanes that all use one address: for an address aligned to its 4-byte pieces they
+        depend only on the lanes and the width, and a loop's divergent lanes often repeat from one access to the
+        next, so a repeat of the previous such call reuses its count."""
+        address = int(addresses[0])
+        key = (width, address if address % min(width, 4) else None)
+        last = self._last_local
+        if last is not None and last[1] == key and len(last[0]) == len(threads) and last[0][0] == threads[0] and \
+                last[0][-1] == threads[-1] and np.array_equal(last[0], threads):
+            return last[2]
+        totals = memory.request_totals("local_sectors", addresses, threads, width)
+        self._last_local = (threads.copy(), key, totals)
+        return totals
 
     def _capture(self, pc, addresses, threads, width, tpc_pad) -> None:
         samples = self.shared_samples.setdefault(pc, {})
@@ -306,9 +337,13 @@ class MemoryStats(Observer):
         """The counters of a set of instructions (a line, a function, the whole kernel) under ncu/nvprof names."""
         pcs = [pc for pc in pcs if pc not in self._synthetic]
         result = self._execution_counters(pcs)
-        kinds_at = self._kinds_at()
+        chosen = set(pcs)
+        totals = {kind: [0] * 6 for kind in KINDS}
+        for (pc, kind), slot in self.access.items():
+            if pc in chosen:
+                _add_slot(totals[kind], slot)
         for kind in KINDS:
-            result.update(_kind_counters(kind, self._totals((pc for pc in pcs if kind in kinds_at.get(pc, ())), kind)))
+            result.update(_kind_counters(kind, totals[kind]))
         return result
 
     def _execution_counters(self, pcs) -> Dict[str, object]:
@@ -324,13 +359,6 @@ class MemoryStats(Observer):
                 "branches": branches, "divergent_branches": divergent,
                 "branch_efficiency": _ratio(branches - divergent, branches, 100.0),
                 "barriers": sum(self.warp_count[pc] for pc in pcs if instrs[pc].control == ir.BARRIER)}
-
-    def _kinds_at(self) -> Dict[int, set]:
-        """pc → the access kinds it made."""
-        kinds_at: Dict[int, set] = {}
-        for pc, kind in self.access:
-            kinds_at.setdefault(pc, set()).add(kind)
-        return kinds_at
 
     def kernel_counters(self) -> Dict[str, object]:
         """Whole-kernel counters (every launch this observer saw)."""
@@ -379,7 +407,9 @@ class MemoryStats(Observer):
         barriers = per_line(warp_count * barrier)
         has_branch = per_line(branch)
         has_barrier = per_line(barrier)
-        kinds_at = self._kinds_at()
+        made: Dict[int, Dict[str, List[int]]] = {}
+        for (pc, kind), slot in self.access.items():
+            _add_slot(made.setdefault(line_of[pc], {}).setdefault(kind, [0] * 6), slot)
         texts = [instr.text for instr in instrs]
         result = {}
         for index, (line, pcs) in enumerate(by_line):
@@ -395,12 +425,11 @@ class MemoryStats(Observer):
                 entry["branch_efficiency"] = _ratio(branches[index] - divergent[index], branches[index], 100.0)
             if has_barrier[index]:
                 entry["barriers"] = barriers[index]
-            made = [kinds_at[pc] for pc in pcs if pc in kinds_at]
-            if made:
-                made = set().union(*made)
+            kinds = made.get(index)
+            if kinds:
                 for kind in KINDS:
-                    if kind in made:
-                        entry.update(_kind_counters(kind, self._totals(pcs, kind)))
+                    if kind in kinds:
+                        entry.update(_kind_counters(kind, kinds[kind]))
             result[line] = entry
         return result
 
@@ -409,9 +438,7 @@ class MemoryStats(Observer):
         for pc in pcs:
             slot = self.access.get((pc, kind))
             if slot is not None:
-                for index in range(MAX_CONTENTION):
-                    total[index] += slot[index]
-                total[MAX_CONTENTION] = max(total[MAX_CONTENTION], slot[MAX_CONTENTION])
+                _add_slot(total, slot)
         return total
 
     def excess(self, pcs) -> int:
@@ -424,6 +451,13 @@ class MemoryStats(Observer):
                 if slot is not None:
                     total += max(slot[TRANSACTIONS] - slot[IDEAL], 0)
         return total
+
+
+def _add_slot(total: List[int], slot: List[int]) -> None:
+    """Add one instruction's counts of an access kind into a running total (the maximum contention is a maximum)."""
+    for index in range(MAX_CONTENTION):
+        total[index] += slot[index]
+    total[MAX_CONTENTION] = max(total[MAX_CONTENTION], slot[MAX_CONTENTION])
 
 
 def _kind_names(kind: str) -> Tuple[str, ...]:

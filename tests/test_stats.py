@@ -452,3 +452,30 @@ def test_counting_straight_line_runs_at_once_gives_the_per_instruction_counts(ex
         results.append((observer.warp_count, observer.lane_count, observer.line_counters()))
     assert results[0] == results[1]
     assert sum(results[0][0]) > 0
+
+
+def test_repeated_lanes_on_uniform_local_addresses_count_as_if_each_were_counted_afresh(monkeypatch):
+    spec = next(s for s in read_launches(EXAMPLES / "localarray" / "launches.json") if s.name == "localarray_big")
+
+    def count(reuse: bool):
+        if not reuse:
+            monkeypatch.setattr(MemoryStats, "_uniform_local_totals",
+                                lambda self, memory, addresses, threads, width:
+                                memory.request_totals("local_sectors", addresses, threads, width))
+        observer = MemoryStats()
+        module = emulator.load(str(spec.ptx))
+        module.kernel(spec.kernel).launch(spec.grid, spec.block, spec.arguments(), observer=observer)
+        return observer.kernel_counters(), observer.line_counters()
+
+    assert count(reuse=True) == count(reuse=False)
+
+
+def test_uniform_local_count_reuse_tells_widths_and_misaligned_addresses_apart():
+    memory = Memory()
+    observer = MemoryStats()
+    observer._last_local = None
+    lanes = np.array([0, 1, 2, 9, 17, 40, 41, 63], dtype=np.int64)
+    for address, width in ((16, 4), (16, 8), (24, 8), (18, 2), (20, 2), (16, 4)):
+        addresses = np.full(len(lanes), address, dtype=np.uint64)
+        got = observer._uniform_local_totals(memory, addresses, lanes.copy(), width)
+        assert got == memory.request_totals("local_sectors", addresses, lanes, width), (address, width)
