@@ -384,15 +384,16 @@ class Batch:
                 else:
                     taken = cond(sel)
                     n_taken = int(np.count_nonzero(taken))
-                    if observer is not None:
-                        observer.branch(self, instr, sel, n_taken, lanes)
-                    if n_taken == lanes:
-                        new_pc = target
-                    elif n_taken == 0:
-                        new_pc = pc + 1
+                    if n_taken == lanes or n_taken == 0:
+                        if observer is not None:
+                            observer.branch(self, instr, sel, n_taken, lanes, 0)
+                        new_pc = target if n_taken else pc + 1
                     else:
                         taken_sel = subselect(sel, taken)
                         fallthrough_sel = subselect(sel, ~taken)
+                        if observer is not None:
+                            split = self._warps_in(taken_sel) + self._warps_in(fallthrough_sel) - warps
+                            observer.branch(self, instr, sel, n_taken, lanes, split)
                         if target < pc + 1:
                             run_sel, park_sel, new_pc, park_pc = taken_sel, fallthrough_sel, target, pc + 1
                         else:

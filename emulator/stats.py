@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import numpy as np
 
 from . import ir
-from .executors import ALL, lanes_of
+from .executors import lanes_of
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, interleaved_local, phase_lanes
 from .observe import Observer
 
@@ -217,11 +217,8 @@ class MemoryStats(Observer):
             key = (batch.cta_start + warp // warps_per_cta, warp % warps_per_cta)
             self.lock_rounds[key] = self.lock_rounds.get(key, 0) + 1
 
-    def branch(self, batch, instr, sel, taken: int, lanes: int) -> None:
-        if not 0 < taken < lanes or instr.guard is None:
-            return
-        guard = batch.regs[instr.guard[0].index]
-        self.divergent[instr.pc] += batch.memory.split_warps(guard, None if sel is ALL else sel)
+    def branch(self, batch, instr, sel, taken: int, lanes: int, split_warps: int) -> None:
+        self.divergent[instr.pc] += split_warps
 
     def memory(self, batch, instr, op: str, space: str, addresses, threads, width: int) -> None:
         pc = instr.pc

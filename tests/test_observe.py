@@ -29,7 +29,7 @@ class Recorder(Observer):
     def memory(self, batch, instr, op, space, addresses, threads, width):
         self.spaces[(op, instr.decoded.get("space", "generic"), space)] += len(addresses)
 
-    def branch(self, batch, instr, sel, taken, lanes):
+    def branch(self, batch, instr, sel, taken, lanes, split_warps):
         self.events["divergent" if 0 < taken < lanes else "uniform"] += 1
 
     def barrier(self, batch, instr, sel, barrier_id, released):

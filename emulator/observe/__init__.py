@@ -43,8 +43,9 @@ class Observer:
         """A memory access is about to happen: op is load/store/atomic, space the resolved space
         (global, shared, local, generic), addresses one uint64 per lane of threads."""
 
-    def branch(self, batch, instr, sel, taken: int, lanes: int) -> None:
-        """A branch ran for sel: taken lanes of lanes went to the target (divergent when 0 < taken < lanes)."""
+    def branch(self, batch, instr, sel, taken: int, lanes: int, split_warps: int) -> None:
+        """A branch ran for sel: taken lanes of lanes went to the target (divergent when 0 < taken < lanes), and
+        split_warps warps had lanes on both sides."""
 
     def barrier(self, batch, instr, sel, barrier_id: int, released) -> None:
         """The lanes of sel arrived at a barrier; released is the array of threads it let go (or None)."""
