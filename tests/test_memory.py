@@ -6,7 +6,7 @@ import pytest
 
 from emulator.memory import (GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault, Memory,
                              RequestTotals, c_core_available, distinct_addresses, global_sectors, local_sectors,
-                             max_same_address, request_totals, shared_wavefronts, split_warps)
+                             max_same_address, request_totals, shared_wavefronts)
 from emulator.memory.spaces import GUARD_BYTES
 
 BACKENDS = [
@@ -1021,20 +1021,6 @@ def test_request_totals_reject_bad_arguments(backend):
     with pytest.raises(ValueError):
         request_totals("shared_wavefronts", u64([0]), None, 3, backend=backend)
 
-
-def test_split_warps_count_warps_with_lanes_on_both_sides(backend):
-    flags = np.array([True] * 32 + [True] * 31 + [False])      # one flag per thread
-    assert split_warps(flags, None, backend=backend) == 1
-    assert split_warps(flags[:63], None, backend=backend) == 0
-    assert split_warps(flags, np.arange(40, 63), backend=backend) == 0
-    # lanes of warp 2 (threads 64..66) and warp 0 (thread 5), out of order: only warp 2 splits
-    flags = np.zeros(70, dtype=bool)
-    flags[[64, 66, 5]] = True
-    assert split_warps(flags, np.array([64, 65, 5, 66]), backend=backend) == 1
-    assert split_warps(np.array([], dtype=bool), None, backend=backend) == 0
-    for threads in ([-1], [70]):
-        with pytest.raises(ValueError):
-            split_warps(flags, np.array(threads), backend=backend)
 
 
 def test_counters_reject_negative_threads(backend):

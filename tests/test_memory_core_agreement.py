@@ -4,7 +4,7 @@ import pytest
 
 from emulator.memory import (LOCAL_WINDOW, SHARED_WINDOW, DeviceFault, Memory, RequestTotals, c_core_available,
                              distinct_addresses, global_sectors, local_sectors, max_same_address, request_totals,
-                             shared_wavefronts, split_warps)
+                             shared_wavefronts)
 from emulator.memory.spaces import ATOMIC_OPS_BY_TYPE
 
 pytestmark = pytest.mark.skipif(not c_core_available(),
@@ -313,33 +313,6 @@ def test_local_sectors_per_warp_agree_with_a_python_reference(layout):
         for backend in ("c", "numpy"):
             warps, counts = local_sectors(addr, threads, width, backend=backend)
             assert warps.tolist() == sorted(per_warp) and counts.tolist() == want
-
-
-@pytest.mark.parametrize("layout", ["whole warps", "partial warps", "shuffled", "repeated"])
-def test_split_warps_agree_with_a_python_reference(layout):
-    rng = np.random.default_rng(7 + len(layout))
-    for _ in range(20):
-        n = 32 * int(rng.integers(1, 5)) if layout == "whole warps" else int(rng.integers(0, 150))
-        threads = _thread_layout(rng, layout, n) if n else None
-        reference_threads = np.arange(n) if threads is None else threads
-        flags = rng.random(int(reference_threads.max(initial=-1)) + 1 + int(rng.integers(0, 40)))
-        flags = flags < rng.choice([0.0, 0.03, 0.5, 0.97, 1.0])
-        if threads is None:
-            flags = flags[:n]
-        per_warp = {}
-        for t in reference_threads.tolist():
-            per_warp.setdefault(t // 32, set()).add(bool(flags[t]))
-        want = sum(len(values) == 2 for values in per_warp.values())
-        assert [split_warps(flags, threads, backend=backend) for backend in ("c", "numpy")] == [want, want]
-
-
-def test_split_warps_of_convergent_lanes_with_a_partial_last_warp_agree_with_a_python_reference():
-    rng = np.random.default_rng(11)
-    for n in [1, 31, 33, 64, 100, 150]:
-        for probability in (0.0, 0.02, 0.5, 1.0):
-            flags = rng.random(n) < probability
-            want = sum(len(set(flags[start:start + 32].tolist())) == 2 for start in range(0, n, 32))
-            assert [split_warps(flags, None, backend=backend) for backend in ("c", "numpy")] == [want, want]
 
 
 @pytest.mark.parametrize("thread", [-1, 1 << 48])

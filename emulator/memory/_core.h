@@ -129,9 +129,4 @@ int64_t gm_count(int what, const uint64_t *addr, const int64_t *threads, int64_t
                  int with_most, int64_t *warps_out, int64_t *counts_out, int64_t *most_out, int64_t out_cap,
                  gm_count_totals *totals);
 
-/* Warps (lanes grouped by thread / 32) whose lanes' flags are not all zero or all non-zero, as a
-   divergent branch splits them. flags holds one flag per thread; the lanes are threads[0..n) or,
-   when threads is NULL, threads 0..n-1. GM_BAD_ARGUMENT for a thread outside [0, flag_count). */
-int64_t gm_count_split_warps(const uint8_t *flags, int64_t flag_count, const int64_t *threads, int64_t n);
-
 #endif

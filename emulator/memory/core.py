@@ -125,15 +125,6 @@ class CCore:
             self._count_failed(threads)
         return RequestTotals(totals.warps, totals.count, totals.ideal, totals.most, totals.most_max)
 
-    def split_warps(self, flags, threads) -> int:
-        ffi = self._ffi
-        n = flags.size if threads is None else threads.size
-        split = self._lib.gm_count_split_warps(ffi.from_buffer("uint8_t[]", flags), flags.size,
-                                               self._threads(threads), n)
-        if split < 0:
-            raise ValueError(f"thread indices must lie in [0, {flags.size})")
-        return split
-
     @staticmethod
     def _count_failed(threads):
         check_thread_range(threads)
@@ -239,21 +230,6 @@ def _request_totals(core, what: str, addr, threads, width: int, bank_bytes: int,
             and width in ACCESS_WIDTHS and bank_bytes in (1, 2, 4, 8, 16)):
         addr, threads, width, bank_bytes = _count_arguments(addr, threads, width, bank_bytes)
     return core.totals(code, addr, threads, width, bank_bytes, contention)
-
-
-def split_warps(flags, threads, *, backend: str | None = None) -> int:
-    """Warps whose lanes' flags (a divergent branch's outcomes) are not all equal; flags holds one
-    flag per thread, and the lanes are `threads` (None: every thread)."""
-    return _split_warps(get_core(backend), flags, threads)
-
-
-def _split_warps(core, flags, threads) -> int:
-    if not (type(flags) is np.ndarray and flags.dtype == np.bool_ and flags.ndim == 1 and flags.flags.c_contiguous):
-        flags = np.ascontiguousarray(np.asarray(flags, dtype=bool).reshape(-1))
-    if threads is not None and not (type(threads) is np.ndarray and threads.dtype == np.int64
-                                    and threads.ndim == 1 and threads.flags.c_contiguous):
-        threads = np.ascontiguousarray(np.asarray(threads).reshape(-1).astype(np.int64, copy=False))
-    return core.split_warps(flags.view(np.uint8), threads)
 
 
 def _operand(value, dtype, n: int, role: str) -> np.ndarray:
@@ -404,9 +380,6 @@ class Memory:
     def request_totals(self, what: str, addr, threads, width: int, bank_bytes: int = 4, *,
                        contention: bool = False) -> RequestTotals:
         return _request_totals(self._core, what, addr, threads, width, bank_bytes, contention)
-
-    def split_warps(self, flags, threads) -> int:
-        return _split_warps(self._core, flags, threads)
 
     # ---- internals ----
     @staticmethod

@@ -800,23 +800,6 @@ def _wide_shared_totals(addr, threads, width: int, bank_bytes: int, contention: 
     return RequestTotals(len(warps), int(counts.sum()), int(np.minimum(groups, counts).sum()), most_total, most_max)
 
 
-def split_warps(flags: np.ndarray, threads: np.ndarray | None) -> int:
-    """Warps whose lanes' flags are not all equal (flags: one per thread; lanes: threads)."""
-    if threads is not None:
-        if threads.size and (threads.min() < 0 or threads.max() >= flags.size):
-            raise ValueError(f"thread indices must lie in [0, {flags.size})")
-        flags = flags[threads]
-    if flags.size == 0:
-        return 0
-    flags = flags != 0
-    warp = (np.arange(flags.size, dtype=np.int64) if threads is None else threads) >> 5
-    if np.any(warp[1:] < warp[:-1]):
-        order = np.argsort(warp, kind="stable")
-        warp, flags = warp[order], flags[order]
-    starts = np.flatnonzero(np.r_[True, warp[1:] != warp[:-1]])
-    return int(np.count_nonzero(np.logical_or.reduceat(flags, starts) & ~np.logical_and.reduceat(flags, starts)))
-
-
 class NumpyCore:
     """The numpy backend; the same methods and results as core.CCore."""
 
@@ -877,5 +860,3 @@ class NumpyCore:
         check_thread_range(threads)
         return totals(what, addr, threads, width, bank_bytes, contention)
 
-    def split_warps(self, flags, threads) -> int:
-        return split_warps(flags, threads)

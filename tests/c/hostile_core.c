@@ -198,13 +198,6 @@ static void fuzz_once(world *w)
         int64_t only_totals = gm_count((int)(next_random() % 7) - 1, addr, lane_threads, n, width, bank, with_most,
                                        NULL, NULL, NULL, 0, &totals);
         EXPECT(only_totals == GM_BAD_ARGUMENT || (only_totals == totals.warps && totals.warps <= n));
-        int64_t flag_count = (int64_t)(next_random() % 80);
-        uint8_t *flags = exact((uint64_t)flag_count);
-        for (int64_t i = 0; i < flag_count; i++)
-            flags[i] = (uint8_t)(next_random() % 3);
-        int64_t split = gm_count_split_warps(flags, flag_count, lane_threads, n);
-        EXPECT(split >= GM_BAD_ARGUMENT && split <= n);
-        free(flags);
         free(warps);
         free(counts);
         free(most);
@@ -335,18 +328,6 @@ static void pinned_cases(void)
     EXPECT(gm_count(GM_COUNT_GLOBAL_SECTORS, one_address, huge, 3, 4, 4, 0, NULL, NULL, NULL, 0, &totals)
            == GM_BAD_ARGUMENT);
 
-    uint8_t flags[70] = {0};
-    flags[64] = flags[66] = flags[5] = 1;
-    int64_t flag_threads[] = {64, 65, 5, 66};
-    EXPECT(gm_count_split_warps(flags, 70, flag_threads, 4) == 1);
-    EXPECT(gm_count_split_warps(flags, 70, flag_threads + 1, 2) == 0);
-    EXPECT(gm_count_split_warps(flags, 7, NULL, 7) == 1);
-    EXPECT(gm_count_split_warps(flags, 5, NULL, 5) == 0);
-    EXPECT(gm_count_split_warps(flags, 70, NULL, 71) == GM_BAD_ARGUMENT);
-    EXPECT(gm_count_split_warps(flags, 70, negative, 4) == GM_BAD_ARGUMENT);
-    EXPECT(gm_count_split_warps(flags, 66, flag_threads, 4) == GM_BAD_ARGUMENT);
-    EXPECT(gm_count_split_warps(NULL, 0, NULL, 0) == 0);
-    EXPECT(gm_count_split_warps(NULL, 3, NULL, 3) == GM_BAD_ARGUMENT);
     free_world(&w);
 }
 
