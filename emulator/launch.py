@@ -585,18 +585,10 @@ class Launch:
                    f"(--max-steps); last at pc {instr.pc}, {self.where(instr)} `{instr.text}`")
         return DeviceError("GPUEMU_STEP_LIMIT", summary, summary)
 
-    def illegal_barrier_error(self, batch: Batch, instr: ir.Instr, count: int, thread: int) -> DeviceError:
-        name = plain_name(self.program.name)
-        summary = (f"CUDA_ERROR_ILLEGAL_INSTRUCTION: `{instr.text}` waits for {count} threads (a barrier's thread count "
-                   f"must be a multiple of the warp size, 32) in kernel {name}, pc {instr.pc}, "
-                   f"{self.where(instr)}, {self._who(batch, int(thread))}")
-        return DeviceError("CUDA_ERROR_ILLEGAL_INSTRUCTION", summary, summary)
-
-    def partial_warpgroup_error(self, batch: Batch, instr: ir.Instr, thread: int) -> DeviceError:
-        name = plain_name(self.program.name)
-        summary = (f"CUDA_ERROR_ILLEGAL_INSTRUCTION: `{instr.text}` needs every warp of its warpgroup (4 warps, 128 "
-                   f"threads), but the block has {batch.tpc} threads, in kernel {name}, pc {instr.pc}, "
-                   f"{self.where(instr)}, {self._who(batch, int(thread))}")
+    def illegal_instruction_error(self, batch: Batch, instr: ir.Instr, problem: str, thread: int) -> DeviceError:
+        """CUDA_ERROR_ILLEGAL_INSTRUCTION for an instruction the H100 refuses at run time; problem says why."""
+        summary = (f"CUDA_ERROR_ILLEGAL_INSTRUCTION: `{instr.text}` {problem} in kernel {plain_name(self.program.name)}, "
+                   f"pc {instr.pc}, {self.where(instr)}, {self._who(batch, int(thread))}")
         return DeviceError("CUDA_ERROR_ILLEGAL_INSTRUCTION", summary, summary)
 
     def trap_error(self, batch: Batch, instr: ir.Instr, thread: int) -> DeviceError:

@@ -130,7 +130,6 @@ class Batch:
         base, _, component = name.partition(".")
         axis = "xyz".index(component) if component else 0
         gx, gy, gz = launch.grid
-        local = self.local_index
         if name in self.layout.specials:
             return self.layout.specials[name]
         if base in ("ctaid", "clusterid") and (axis, gy, gz) == (0, 1, 1):
@@ -532,7 +531,7 @@ class Batch:
                 if self.observer is not None:
                     self.observer.barrier(self, instr, sel, bar, released)
                 if illegal is not None:
-                    raise self.launch.illegal_barrier_error(self, instr, illegal, lanes_of(sel, self.n)[0])
+                    raise self._illegal_barrier(instr, illegal, sel)
                 return True
             self.status[sel] = AT_BARRIER
             self.bar_wait[sel] = bar
@@ -542,7 +541,7 @@ class Batch:
             if self.observer is not None:
                 self.observer.barrier(self, instr, sel, bar, released)
             if illegal is not None:
-                raise self.launch.illegal_barrier_error(self, instr, illegal, lanes_of(sel, self.n)[0])
+                raise self._illegal_barrier(instr, illegal, sel)
             if mode == "red" and released is not None:
                 self._write_reduction(released, bar, write_dest, reduction)
             if sel is ALL and released is not None and len(released) == self.n - int(np.count_nonzero(self.status == EXITED)):
@@ -550,6 +549,11 @@ class Batch:
                 return True
             return None
         return execute
+
+    def _illegal_barrier(self, instr: ir.Instr, count: int, sel):
+        return self.launch.illegal_instruction_error(
+            self, instr, f"waits for {count} threads (a barrier's thread count must be a multiple of the warp "
+                         f"size, 32)", lanes_of(sel, self.n)[0])
 
     def _write_reduction(self, released, bar, write_dest, reduction):
         votes = self._released_votes

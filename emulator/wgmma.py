@@ -215,7 +215,9 @@ def build_wgmma(batch, instr: ir.Instr):
     def execute(sel):
         lanes = lanes_of(sel, batch.n)
         if batch.tpc % 128:
-            raise batch.launch.partial_warpgroup_error(batch, instr, int(lanes[0]))
+            raise batch.launch.illegal_instruction_error(
+                batch, instr, f"needs every warp of its warpgroup (4 warps, 128 threads), but the block has "
+                              f"{batch.tpc} threads,", int(lanes[0]))
         warps = np.unique(lanes >> 5)
         threads = (warps[:, None] * 32 + lane[None, :]).reshape(-1)
         leaders = warps * 32
