@@ -178,6 +178,7 @@ class MemoryStats(Observer):
         self._declared = []
         self._uniform_address = [False] * n
         self._last_local = None
+        self._whole_batch_local: Dict[tuple, object] = {}
         self._returning = returning_atomics(program)
         # SASS lowering adds synthetic instructions (lock arbitration, reconvergence branches): they
         # run, but the hardware executes no such instruction, so the counters leave them out
@@ -281,7 +282,7 @@ class MemoryStats(Observer):
             requests = totals.requests
             if self.capture_shared and batch.cta_start == 0:
                 self._capture(pc, addresses, threads, width, batch.tpc_pad)
-        elif space == "local" and not atomic and threads is not None and self._uniform_address[pc]:
+        elif space == "local" and not atomic and self._uniform_address[pc]:
             totals = self._uniform_local_totals(memory, addresses, threads, width)
             requests = totals.requests * max(width // 4, 1)
         else:
@@ -301,16 +302,24 @@ class MemoryStats(Observer):
 
     def _uniform_local_totals(self, memory, addresses, threads, width):
         """Local sectors of lanes that all use one address: for an address aligned to its 4-byte pieces they
-        depend only on the lanes and the width, and a loop's divergent lanes often repeat from one access to the
-        next, so a repeat of the previous such call reuses its count."""
+        depend only on the lanes and the width. So every whole-batch access of a width shares one count, and a
+        loop's divergent lanes, which often repeat from one access to the next, reuse the previous such count
+        (the machine never changes a lane selection in place, so the same array is the same lanes)."""
         address = int(addresses[0])
         key = (width, address if address % min(width, 4) else None)
+        if threads is None:
+            key += (len(addresses),)
+            totals = self._whole_batch_local.get(key)
+            if totals is None:
+                totals = self._whole_batch_local[key] = memory.request_totals("local_sectors", addresses, None, width)
+            return totals
         last = self._last_local
-        if last is not None and last[1] == key and len(last[0]) == len(threads) and last[0][0] == threads[0] and \
-                last[0][-1] == threads[-1] and np.array_equal(last[0], threads):
+        if last is not None and last[1] == key and (last[0] is threads or (
+                len(last[0]) == len(threads) and last[0][0] == threads[0] and last[0][-1] == threads[-1]
+                and np.array_equal(last[0], threads))):
             return last[2]
         totals = memory.request_totals("local_sectors", addresses, threads, width)
-        self._last_local = (threads.copy(), key, totals)
+        self._last_local = (threads, key, totals)
         return totals
 
     def _capture(self, pc, addresses, threads, width, tpc_pad) -> None:
@@ -407,12 +416,11 @@ class MemoryStats(Observer):
         made: Dict[int, Dict[str, List[int]]] = {}
         for (pc, kind), slot in self.access.items():
             _add_slot(made.setdefault(line_of[pc], {}).setdefault(kind, [0] * 6), slot)
-        texts = [instr.text for instr in instrs]
         result = {}
-        for index, (line, pcs) in enumerate(by_line):
-            entry = {"ptx": texts[pcs[0]] if len(pcs) == 1 else " ".join([texts[pc] for pc in pcs]),
-                     "warp_instructions": warps[index], "thread_instructions": lanes[index],
-                     "warp_execution_efficiency": _ratio(lanes[index], warps[index] * WARP, 100.0)}
+        for index, ((line, pcs), warp_total, lane_total) in enumerate(zip(by_line, warps, lanes)):
+            entry = {"ptx": instrs[pcs[0]].text if len(pcs) == 1 else " ".join([instrs[pc].text for pc in pcs]),
+                     "warp_instructions": warp_total, "thread_instructions": lane_total,
+                     "warp_execution_efficiency": 100.0 * lane_total / (warp_total * WARP) if warp_total else None}
             source = instrs[pcs[0]].source
             if source is not None:
                 entry["source"] = f"{source[0]}:{source[1]}"

@@ -474,8 +474,13 @@ def test_uniform_local_count_reuse_tells_widths_and_misaligned_addresses_apart()
     memory = Memory()
     observer = MemoryStats()
     observer._last_local = None
+    observer._whole_batch_local = {}
     lanes = np.array([0, 1, 2, 9, 17, 40, 41, 63], dtype=np.int64)
     for address, width in ((16, 4), (16, 8), (24, 8), (18, 2), (20, 2), (16, 4)):
         addresses = np.full(len(lanes), address, dtype=np.uint64)
         got = observer._uniform_local_totals(memory, addresses, lanes.copy(), width)
         assert got == memory.request_totals("local_sectors", addresses, lanes, width), (address, width)
+    for address, width, n in ((16, 4, 64), (16, 8, 64), (16, 4, 40), (18, 2, 40), (20, 2, 40), (16, 4, 64)):
+        addresses = np.full(n, address, dtype=np.uint64)
+        got = observer._uniform_local_totals(memory, addresses, None, width)
+        assert got == memory.request_totals("local_sectors", addresses, None, width), (address, width, n)
