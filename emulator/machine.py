@@ -390,18 +390,19 @@ class Batch:
                     else:
                         taken_sel = subselect(sel, taken)
                         fallthrough_sel = subselect(sel, ~taken)
-                        if observer is not None:
-                            split = self._warps_in(taken_sel) + self._warps_in(fallthrough_sel) - warps
-                            observer.branch(self, instr, sel, n_taken, lanes, split)
                         if target < pc + 1:
                             run_sel, park_sel, new_pc, park_pc = taken_sel, fallthrough_sel, target, pc + 1
                         else:
                             run_sel, park_sel, new_pc, park_pc = fallthrough_sel, taken_sel, pc + 1, target
+                        run_warps = self._warps_in(run_sel)
+                        if observer is not None:
+                            split = run_warps + self._warps_in(park_sel) - warps
+                            observer.branch(self, instr, sel, n_taken, lanes, split)
                         self.rpc[park_sel] = park_pc
                         others = min(others, park_pc) if not rotating else others
                         sel = run_sel
                         lanes = len(sel)
-                        warps = self._warps_in(sel)
+                        warps = run_warps
                 if new_pc <= pc:
                     if spin_limit:
                         self.backward_branches += 1

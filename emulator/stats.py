@@ -349,7 +349,7 @@ class MemoryStats(Observer):
             if pc in chosen:
                 _add_slot(totals[kind], slot)
         for kind in KINDS:
-            result.update(_kind_counters(kind, totals[kind]))
+            _add_kind_counters(result, kind, totals[kind])
         return result
 
     def _execution_counters(self, pcs) -> Dict[str, object]:
@@ -432,9 +432,8 @@ class MemoryStats(Observer):
                 entry["barriers"] = barriers[index]
             kinds = made.get(index)
             if kinds:
-                for kind in KINDS:
-                    if kind in kinds:
-                        entry.update(_kind_counters(kind, kinds[kind]))
+                for kind in (kinds if len(kinds) == 1 else [kind for kind in KINDS if kind in kinds]):
+                    _add_kind_counters(entry, kind, kinds[kind])
             result[line] = entry
         return result
 
@@ -478,21 +477,21 @@ def _kind_names(kind: str) -> Tuple[str, ...]:
 _KIND_NAMES = {kind: _kind_names(kind) for kind in KINDS}
 
 
-def _kind_counters(kind: str, slot: List[int]) -> Dict[str, object]:
+def _add_kind_counters(into: Dict[str, object], kind: str, slot: List[int]) -> None:
+    """Put one access kind's counters, under their ncu/nvprof names, into a counter dict."""
     requests, transactions, ideal, requested, contention, max_contention = slot
     names = _KIND_NAMES[kind]
-    result: Dict[str, object] = {names[0]: requests}
+    into[names[0]] = requests
     if kind == "param_load":
-        return result
-    result[names[1]] = transactions
-    result[names[2]] = _ratio(transactions, requests)
+        return
+    into[names[1]] = transactions
+    into[names[2]] = _ratio(transactions, requests)
     if names[3] is not None:
-        result[names[3]] = transactions - ideal if kind.startswith("shared") else \
+        into[names[3]] = transactions - ideal if kind.startswith("shared") else \
             _ratio(requested, transactions * SECTOR, 100.0)
     if kind.endswith("_atomic"):
-        result[names[4]] = _ratio(contention, requests)
-        result[names[5]] = max_contention
-    return result
+        into[names[4]] = _ratio(contention, requests)
+        into[names[5]] = max_contention
 
 
 def _number(value, digits: int = 2) -> str:

@@ -366,3 +366,18 @@ def test_float_atomic_adds_with_special_values_agree_in_every_space(ty, space):
         _assert_same(outcomes)
         assert outcomes[0][0] == "ok"
         np.testing.assert_array_equal(_state(twins[0], allocations), _state(twins[1], allocations))
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("delta", [-33, -32, -31, 28, 29, 30, 31, 32, 33])
+def test_local_sectors_of_lanes_words_apart_at_the_edges_of_the_group_span(width, delta):
+    """A group of 8 lanes whose words lie `delta` words from its first lane's: the C core counts words within
+    32 either side of the first as bits and the rest another way; both must give the reference's sectors."""
+    first = 1000 * 4
+    addr = np.array([first, first + delta * 4, first + 4, first] * 4, dtype=np.uint64)
+    threads = np.array([0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27], dtype=np.int64)
+    want = _reference_totals("local_sectors", addr, threads, width, 4, False)
+    for backend in ("c", "numpy"):
+        assert request_totals("local_sectors", addr, threads, width, backend=backend) == want
+        assert request_totals("local_sectors", addr, None, width, backend=backend) == \
+            _reference_totals("local_sectors", addr, np.arange(16), width, 4, False)

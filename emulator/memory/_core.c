@@ -1306,6 +1306,30 @@ static int64_t sectors_of(count_scratch *s, const uint64_t *a, int64_t k, uint64
     return distinct_in(s, s->values, m, range);
 }
 
+/* local_sectors_of for lanes whose pieces are aligned: piece j of lane l lies in sector (word + j) * 4 + l / 8,
+   so each group of 8 lanes needs as many sectors as the distinct words its lanes touch, kept as bits within 32
+   words either side of the group's first. Returns -1 when a word falls outside that span, a piece is off its
+   alignment, or an address is so high that the sector number would wrap (the general path counts those). */
+static int64_t local_sectors_by_group(const warp_lanes *w, uint64_t words, uint64_t piece)
+{
+    const uint64_t *a = w->addr;
+    uint64_t base[4] = {0, 0, 0, 0}, bits[4] = {0, 0, 0, 0}, span = ((uint64_t)1 << words) - 1;
+    uint64_t address_bits = 0, outside = 0;
+    for (int64_t k = 0; k < w->lanes; k++) {
+        unsigned group = (unsigned)(w->threads ? w->threads[k] & (WARP_LANES - 1) : k) >> 3;
+        uint64_t word = a[k] >> 2;
+        if (bits[group] == 0)
+            base[group] = word - 32;
+        uint64_t offset = word - base[group];
+        outside |= offset | (offset + words - 1);
+        address_bits |= a[k];
+        bits[group] |= span << (offset & 63);
+    }
+    if (outside >= 64 || (address_bits & (piece - 1)) != 0 || address_bits >= ((uint64_t)1 << 58))
+        return -1;
+    return bit_count(bits[0]) + bit_count(bits[1]) + bit_count(bits[2]) + bit_count(bits[3]);
+}
+
 /* Local memory interleaves threads: 32-bit word j of lane l lives at byte (j * 32 + l) * 4. Each
    lane's 32-bit pieces are laid out word by word, so that a warp reading one offset meets its
    sectors in ascending order, and counted by sectors_of. */
@@ -1327,6 +1351,9 @@ static int64_t local_sectors_of(count_scratch *s, const warp_lanes *w, uint64_t 
             groups |= (uint64_t)1 << ((w->threads[k] & (WARP_LANES - 1)) >> 3);
         return (int64_t)words * bit_count(groups);
     }
+    int64_t grouped = local_sectors_by_group(w, words, piece);
+    if (grouped >= 0)
+        return grouped;
     uint64_t *laid_out = s->regrouped;
     int64_t m = 0;
     for (uint64_t word = 0; word < words; word++) {
