@@ -98,9 +98,11 @@ def _uniform_address_pcs(program: ir.Program, uniform: Set[int]) -> List[bool]:
     launch-uniform register plus an offset)."""
     same = [False] * len(program.instrs)
     for instr in program.instrs:
-        if instr.op_class in ("ld", "st"):
-            address = next((operand for operand in instr.operands if isinstance(operand, ir.AddrRef)), None)
-            same[instr.pc] = address is not None and (address.base is None or address.base.reg.index in uniform)
+        if instr.decoded is not None and instr.decoded.family.op_class in ("ld", "st"):
+            for operand in instr.operands:
+                if isinstance(operand, ir.AddrRef):
+                    same[instr.pc] = operand.base is None or operand.base.reg.index in uniform
+                    break
     return same
 
 
@@ -175,22 +177,27 @@ class MemoryStats(Observer):
         self.divergent = [0] * n
         self.access: Dict[Tuple[int, str], List[int]] = {}
         self.shared_samples: Dict[int, Dict[int, Tuple[np.ndarray, np.ndarray, int]]] = {}
-        self._declared = []
         self._uniform_address = [False] * n
         self._last_local = None
         self._whole_batch_local: Dict[tuple, object] = {}
         self._returning = returning_atomics(program)
         # SASS lowering adds synthetic instructions (lock arbitration, reconvergence branches): they
         # run, but the hardware executes no such instruction, so the counters leave them out
-        self._synthetic = {instr.pc for instr in program.instrs if instr.info.get("synthetic")}
-        self._lock_pcs = sorted(instr.pc for instr in program.instrs if instr.info.get("lock") == "acquire")
+        self._synthetic = set()
+        self._lock_pcs = []
         #: (block, warp in block) → times the warp executed an LDSLK (went round its lock loop)
         self.lock_rounds: Dict[Tuple[int, int], int] = {}
+        self._declared = [None] * n
         for instr in program.instrs:
-            space = instr.decoded.get("space", "") if instr.decoded is not None else ""
-            space = space or ""
-            self._declared.append("constant" if space.startswith("const") else
-                                  "param" if space.startswith("param") else None)
+            if instr.info:
+                if instr.info.get("synthetic"):
+                    self._synthetic.add(instr.pc)
+                if instr.info.get("lock") == "acquire":
+                    self._lock_pcs.append(instr.pc)
+            space = instr.decoded.get("space") if instr.decoded is not None else None
+            if space:
+                self._declared[instr.pc] = "constant" if space.startswith("const") else \
+                    "param" if space.startswith("param") else None
 
     # ---- events ----
     def step(self, batch, instr, sel, warps: int, lanes: int) -> None:
@@ -341,7 +348,8 @@ class MemoryStats(Observer):
     # ---- results ----
     def instruction_counters(self, pcs) -> Dict[str, object]:
         """The counters of a set of instructions (a line, a function, the whole kernel) under ncu/nvprof names."""
-        pcs = [pc for pc in pcs if pc not in self._synthetic]
+        synthetic = self._synthetic
+        pcs = [pc for pc in pcs if pc not in synthetic] if synthetic else list(pcs)
         result = self._execution_counters(pcs)
         chosen = set(pcs)
         totals = {kind: [0] * 6 for kind in KINDS}
@@ -355,16 +363,17 @@ class MemoryStats(Observer):
     def _execution_counters(self, pcs) -> Dict[str, object]:
         """Executions, lanes, branches and barriers of these instructions."""
         instrs = self.program.instrs
-        warps = sum(self.warp_count[pc] for pc in pcs)
-        lanes = sum(self.lane_count[pc] for pc in pcs)
+        executed = self.warp_count.__getitem__
+        warps = sum(map(executed, pcs))
+        lanes = sum(map(self.lane_count.__getitem__, pcs))
         branch_pcs = [pc for pc in pcs if instrs[pc].control == ir.BRANCH]
-        branches = sum(self.warp_count[pc] for pc in branch_pcs)
-        divergent = sum(self.divergent[pc] for pc in branch_pcs)
+        branches = sum(map(executed, branch_pcs))
+        divergent = sum(map(self.divergent.__getitem__, branch_pcs))
         return {"warp_instructions": warps, "thread_instructions": lanes,
                 "warp_execution_efficiency": _ratio(lanes, warps * WARP, 100.0),
                 "branches": branches, "divergent_branches": divergent,
                 "branch_efficiency": _ratio(branches - divergent, branches, 100.0),
-                "barriers": sum(self.warp_count[pc] for pc in pcs if instrs[pc].control == ir.BARRIER)}
+                "barriers": sum(map(executed, [pc for pc in pcs if instrs[pc].control == ir.BARRIER]))}
 
     def kernel_counters(self) -> Dict[str, object]:
         """Whole-kernel counters (every launch this observer saw)."""
