@@ -125,6 +125,10 @@ class Findings:
 
 # ---- resolving the lanes of an access ---------------------------------------------------------------
 
+#: the space a SASS LDC/ULDC reads: constant banks outside device memory, which no checker has anything to say about
+CONSTANT_BANKS = "constant"
+
+
 def resolve(space: str, addresses: np.ndarray):
     """(region per lane: GLOBAL/SHARED/LOCAL, address within the region) of an access's lanes."""
     n = len(addresses)
@@ -249,7 +253,7 @@ class RaceChecker(Observer):
 
     # accesses
     def memory(self, batch, instr, op, space, addresses, threads, width) -> None:
-        if width not in (1, 2, 4, 8, 16):
+        if width not in (1, 2, 4, 8, 16) or space == CONSTANT_BANKS:
             return
         threads = thread_array(batch, threads)
         region, offsets = resolve(space, addresses)
@@ -512,6 +516,8 @@ class InitChecker(Observer):
         self.local = None
 
     def memory(self, batch, instr, op, space, addresses, threads, width) -> None:
+        if space == CONSTANT_BANKS:
+            return
         threads = thread_array(batch, threads)
         region, offsets = resolve(space, addresses)
         aligned = (offsets & np.uint64(width - 1)) == 0
@@ -879,7 +885,7 @@ class MemChecker(Observer):
             self.sink = None
 
     def memory(self, batch, instr, op, space, addresses, threads, width) -> None:
-        if self.sink is None or width not in (1, 2, 4, 8, 16):
+        if self.sink is None or width not in (1, 2, 4, 8, 16) or space == CONSTANT_BANKS:
             return
         region, offsets = resolve(space, addresses)
         kind = np.zeros(len(addresses), dtype=np.int8)

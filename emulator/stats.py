@@ -93,17 +93,13 @@ def returning_atomics(program: ir.Program) -> List[bool]:
     return returning
 
 
-def _uniform_address_pcs(program: ir.Program, uniform: Set[int]) -> List[bool]:
-    """Per pc: a load or store whose address is the same for every lane (a symbol, a constant, or a
-    launch-uniform register plus an offset)."""
-    same = [False] * len(program.instrs)
-    for instr in program.instrs:
-        if instr.decoded is not None and instr.decoded.family.op_class in ("ld", "st"):
-            for operand in instr.operands:
-                if isinstance(operand, ir.AddrRef):
-                    same[instr.pc] = operand.base is None or operand.base.reg.index in uniform
-                    break
-    return same
+def _same_address_for_every_lane(instr: ir.Instr, uniform: Set[int]) -> bool:
+    """A load or store whose address is the same for every lane: a symbol, a constant, or a launch-uniform
+    register plus an offset."""
+    for operand in instr.operands:
+        if isinstance(operand, ir.AddrRef):
+            return operand.base is None or operand.base.reg.index in uniform
+    return False
 
 
 def serialised_atomic_wavefronts(addresses, threads, width: int, bank_bytes: int) -> int:
@@ -164,12 +160,11 @@ class MemoryStats(Observer):
     def begin_launch(self, launch) -> None:
         program = launch.program
         if self.program is None:
-            self._bind(program)
-            self._uniform_address = _uniform_address_pcs(program, launch.uniform_registers())
+            self._bind(program, launch.uniform_registers())
         elif program is not self.program:
             raise ValueError("a MemoryStats counts one kernel; attach a new one for another kernel")
 
-    def _bind(self, program: ir.Program) -> None:
+    def _bind(self, program: ir.Program, uniform: Set[int]) -> None:
         self.program = program
         n = len(program.instrs)
         self.warp_count = [0] * n
@@ -194,10 +189,15 @@ class MemoryStats(Observer):
                     self._synthetic.add(instr.pc)
                 if instr.info.get("lock") == "acquire":
                     self._lock_pcs.append(instr.pc)
-            space = instr.decoded.get("space") if instr.decoded is not None else None
+            decoded = instr.decoded
+            if decoded is None:
+                continue
+            space = decoded.get("space") if decoded.mods else None
             if space:
                 self._declared[instr.pc] = "constant" if space.startswith("const") else \
                     "param" if space.startswith("param") else None
+            if decoded.family.op_class in ("ld", "st"):
+                self._uniform_address[instr.pc] = _same_address_for_every_lane(instr, uniform)
 
     # ---- events ----
     def step(self, batch, instr, sel, warps: int, lanes: int) -> None:

@@ -1,5 +1,6 @@
 """SASS listings: the seed's Fermi LDSLK/STSUL listing, cuobjdump sm_90/sm_75 dumps, the SASS ALU table."""
 import collections
+import json
 import subprocess
 import sys
 from fractions import Fraction
@@ -812,3 +813,68 @@ def test_ctas_on_one_sm_share_its_256_ldslk_locks():
     sm_of_cta = [131, 0, 1, 2]
     assert keys[:, 0].tolist() == [sm * 256 + 1 for sm in sm_of_cta]
     assert (keys == keys[:, :1]).all()
+
+
+
+# ---- --stats of constant-bank reads -----------------------------------------------------------------------
+
+COEFFICIENT_LISTING = """
+	code for sm_90
+		Function : _Z5pickyPj
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_TID.X ;
+        /*0020*/                   ULDC.64 UR4, c[0x0][0x208] ;
+        /*0030*/                   LOP3.LUT R4, R0, 0x7, RZ, 0xc0, !PT ;
+        /*0040*/                   IMAD.SHL.U32 R4, R4, 0x4, RZ ;
+        /*0050*/                   LDC R5, c[0x3][R4] ;
+        /*0060*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0070*/                   IMAD.WIDE.U32 R2, R0, 0x4, R2 ;
+        /*0080*/                   STG.E desc[UR4][R2.64], R5 ;
+        /*0090*/                   EXIT ;
+        /*00a0*/                   BRA 0xa0;
+"""
+
+
+def test_constant_bank_reads_count_as_constant_loads_with_one_transaction_per_distinct_address():
+    # each warp: LDC R1, ULDC.64 and LDC.64 read one address (one transaction each); LDC R5, c[0x3][R4] reads
+    # 8 distinct words (lane % 8), which the constant cache serves one after another
+    module = Module(COEFFICIENT_LISTING, "picky.sass")
+    coefficients = np.arange(100, 108, dtype=np.uint32)
+    module.set_symbol("c[0x3]", coefficients)
+    out = np.zeros(96, np.uint32)
+    stats = MemoryStats()
+    module.kernel("picky").launch(1, 96, [out], observer=stats)
+    assert out.tolist() == [100 + lane % 8 for lane in range(96)]
+    counters = stats.kernel_counters()
+    assert (counters["constant_load_requests"], counters["constant_load_transactions"]) == (3 * 4, 3 * (1 + 1 + 8 + 1))
+    assert counters["global_load_requests"] == 0 and counters["global_store_requests"] == 3
+
+
+def test_constant_bank_reads_pass_the_checkers_the_trace_and_the_debugger(tmp_path):
+    listing = tmp_path / "picky.sass"
+    listing.write_text(COEFFICIENT_LISTING)
+    report, trace = tmp_path / "report.json", tmp_path / "picky.trace"
+    result = subprocess.run([sys.executable, "-m", "emulator", "run", str(listing), "--grid", "1", "--block", "64",
+                             "--arg", "zeros:u32:64", "--out", str(tmp_path / "out"), "--check", "all", "--stats",
+                             "--json", str(report), "--trace", str(trace)], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(report.read_text())["checks"]["errors"] == 0
+    assert '"space":"constant","width":4,"addr":["0x30000","0x30004"' in trace.read_text()
+
+
+def test_debugger_steps_a_sass_listing_and_undoes_its_register_writes(tmp_path):
+    listing = tmp_path / "picky.sass"
+    listing.write_text(COEFFICIENT_LISTING)
+    commands = "start\nnext 5\nprint %R4 @all\nreverse-next\nprint %R4 @all\nreverse-next\nprint %R4 @all\n" \
+               "continue\nquit\n"
+    session = subprocess.run([sys.executable, "-m", "emulator", "debug", str(listing), "--grid", "1", "--block", "64",
+                              "--arg", "zeros:u32:64"], input=commands, capture_output=True, text=True, cwd=ROOT,
+                             timeout=60)
+    output = session.stdout
+    assert session.returncode == 0 and "internal error" not in output, output
+    assert "picky.sass:4   LDC R1, c[0x0][0x28] ;" in output
+    # after the shift, (tid & 7) * 4; undoing it leaves tid & 7; undoing the LOP3 leaves the register's zero
+    assert "$1 = {" + ", ".join(str(lane % 8 * 4) for lane in range(32)) + "}" in output
+    assert "$2 = {" + ", ".join(str(lane % 8) for lane in range(32)) + "}" in output
+    assert "$3 = {0 <repeats 32 times>}" in output
+    assert "Termination of CUDA Kernel" in output

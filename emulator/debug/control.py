@@ -202,6 +202,8 @@ class Engine:
             self._pause(stop)
 
     def on_memory(self, batch, instr, op, space, addresses, threads, width) -> None:
+        if space == "constant":
+            return
         memory = batch.memory
         try:
             before = memory.load(space, addresses, threads, width)

@@ -44,6 +44,11 @@ def destinations(instr: ir.Instr) -> Tuple[Tuple[ir.RegInfo, ...], bool, bool]:
         return (), False, False
     if instr.control != ir.STRAIGHT:
         return (), False, False
+    if decoded.family.op_class == "sass":
+        plan = instr.info.get("sass")
+        written = [reg for dest in (plan.dests if plan is not None else ())
+                   for reg in (getattr(dest, "regs", None) or (getattr(dest, "reg", None),)) if reg is not None]
+        return tuple(written), False, False
     try:
         has_dest = decoded.signature.dest is not None
     except (ValueError, KeyError, IndexError):

@@ -168,6 +168,8 @@ class Registers:
             self.by_name.setdefault(reg.name, reg)
 
     def lookup(self, name: str, function: str, pc: int) -> ir.RegInfo:
+        if name not in self.by_name and name.startswith("%") and name[1:] in self.by_name:
+            name = name[1:]  # SASS registers (R5, UR4, P0) are named without the % of PTX ones
         entries = self.uses.get(function, {}).get(name)
         if entries:
             if len(entries) == 1:

@@ -41,7 +41,8 @@ class Observer:
 
     def memory(self, batch, instr, op: str, space: str, addresses, threads, width: int) -> None:
         """A memory access is about to happen: op is load/store/atomic, space the resolved space
-        (global, shared, local, generic), addresses one uint64 per lane of threads."""
+        (global, shared, local, generic), addresses one uint64 per lane of threads. A SASS LDC/ULDC reads
+        space "constant" at bank * 64 KiB + offset: its banks are not in device memory."""
 
     def branch(self, batch, instr, sel, taken: int, lanes: int, split_warps: int) -> None:
         """A branch ran for sel: taken lanes of lanes went to the target (divergent when 0 < taken < lanes), and

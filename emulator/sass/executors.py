@@ -605,7 +605,30 @@ BUILDERS = {
 def build(batch, instr) -> Callable:
     """The executor of a lowered SASS instruction (the op class 'sass' entry of emulator.executors.BUILDERS)."""
     plan = instr.info["sass"]
-    return BUILDERS[plan.kind](batch, instr, plan)
+    execute = BUILDERS[plan.kind](batch, instr, plan)
+    if batch.observer is not None and instr.decoded.get("space") == "const":
+        return _telling_constant_reads(batch, instr, execute)
+    return execute
+
+
+def _telling_constant_reads(batch, instr, execute) -> Callable:
+    """LDC/ULDC read their bank as an operand, so observers hear of the read here: a "constant" load at
+    bank * 64 KiB + offset (+ the index register) for each lane."""
+    word = instr.operands[1]
+    base = U64((word.bank * BANK_BYTES + word.offset) % (1 << 64))
+    read_index = _raw_reader(batch, word.index) if word.index is not None else None
+    width = word.width // 8
+    observe = batch.observer
+
+    def run(sel):
+        n = count_of(sel, batch.n)
+        if read_index is None:
+            addresses = np.full(n, base, dtype=U64)
+        else:
+            addresses = np.broadcast_to(np.asarray(read_index(sel)).astype(U64) + base, (n,)).copy()
+        observe.memory(batch, instr, "load", "constant", addresses, threads_of(sel), width)
+        execute(sel)
+    return run
 
 
 executors.BUILDERS["sass"] = build

@@ -842,7 +842,8 @@ class _Lowering:
         return SassProgram(
             name=self.function.name, source_name=self.source, instrs=self.instrs, registers=self.registers,
             params=params, param_bytes=param_bytes, static_shared=0, has_dynamic_shared=self.uses_shared,
-            local_bytes=local_bytes, functions={}, labels={}, symbols={}, files={}, directives={},
+            local_bytes=local_bytes, functions={self.function.name: ir.FunctionInfo(self.function.name, 0, (), ())},
+            labels={}, symbols={}, files={}, directives={},
             lines=self.listing.lines, arch=self.arch, bank_params=tuple(bank_params),
             uses_shared=self.uses_shared, user_banks=tuple(sorted(self.user_banks)))
 
