@@ -381,3 +381,19 @@ def test_local_sectors_of_lanes_words_apart_at_the_edges_of_the_group_span(width
         assert request_totals("local_sectors", addr, threads, width, backend=backend) == want
         assert request_totals("local_sectors", addr, None, width, backend=backend) == \
             _reference_totals("local_sectors", addr, np.arange(16), width, 4, False)
+
+
+@pytest.mark.parametrize("kind", ["local_sectors", "shared_wavefronts"])
+@pytest.mark.parametrize("density", [0.05, 0.3, 0.7, 0.97, 1.0])
+def test_one_address_on_ascending_lanes_agrees_with_the_reference_at_every_width(kind, density):
+    """Lanes of a divergent branch all at one address: the C core sums these over the call; each warp's lanes
+    sit just under and over the 8-, 16- and 24-lane marks that set its ideal."""
+    rng = np.random.default_rng(int(density * 100) + len(kind))
+    threads = np.flatnonzero(rng.random(32 * 40) < density).astype(np.int64) + 64
+    for width in (1, 2, 4, 8, 16):
+        for bank_bytes in (4, 8):
+            addr = np.full(len(threads), 4096 + 16 * int(rng.integers(0, 8)), dtype=np.uint64)
+            want = _reference_totals(kind, addr, threads, width, bank_bytes, False)
+            for backend in ("c", "numpy"):
+                assert request_totals(kind, addr, threads, width, bank_bytes, backend=backend) == want, \
+                    (width, bank_bytes, backend)

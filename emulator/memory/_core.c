@@ -1536,6 +1536,51 @@ static int count_one_address_ascending(const count_request *r, uint64_t a, const
     return 1;
 }
 
+/* How many warps of strictly ascending threads have more than m lanes: lane k shares its warp with lane k - m,
+   which starts its warp. */
+static inline uint64_t warps_longer_than(const int64_t *threads, int64_t n, int64_t m)
+{
+    if (n <= m)
+        return 0;
+    uint64_t longer = ((uint64_t)(threads[m] ^ threads[0]) < WARP_LANES);
+    for (int64_t k = m + 1; k < n; k++)
+        longer += ((uint64_t)(threads[k] ^ threads[k - m]) < WARP_LANES)
+            & ((uint64_t)(threads[k - m] ^ threads[k - m - 1]) >= WARP_LANES);
+    return longer;
+}
+
+/* count_one_address_ascending's totals for local sectors and shared wavefronts without contention, from sums
+   over the lanes that vectorise: new warps and groups are where a thread's bits above them change, and a warp's
+   ideal sectors (ceil(lanes * piece / 32)) count the warps longer than each multiple of 32 / piece lanes.
+   Returns 0, counting nothing, unless the threads strictly ascend below 2**48. */
+VECTORISED static int count_one_address_ascending_sums(const count_request *r, const int64_t *threads, int64_t n,
+                                                       int group_shift, count_output *out)
+{
+    uint64_t group_span = (uint64_t)1 << group_shift, thread_bits = (uint64_t)threads[0];
+    uint64_t warps = 1, groups = 1, not_ascending = 0;
+    for (int64_t k = 1; k < n; k++) {
+        uint64_t differ = (uint64_t)(threads[k] ^ threads[k - 1]);
+        warps += differ >= WARP_LANES;
+        groups += differ >= group_span;
+        not_ascending |= threads[k] <= threads[k - 1];
+        thread_bits |= (uint64_t)threads[k];
+    }
+    if (not_ascending || thread_bits >= (uint64_t)THREAD_LIMIT)
+        return 0;
+    uint64_t words = 1, ideal = groups;
+    if (r->what == GM_COUNT_LOCAL_SECTORS) {
+        uint64_t piece = r->width < LOCAL_WORD_BYTES ? r->width : LOCAL_WORD_BYTES;
+        words = r->width > LOCAL_WORD_BYTES ? r->width / LOCAL_WORD_BYTES : 1;
+        ideal = warps;
+        for (int64_t m = SECTOR_BYTES / (int64_t)piece; m < WARP_LANES; m += SECTOR_BYTES / (int64_t)piece)
+            ideal += warps_longer_than(threads, n, m);
+    }
+    out->sums.warps += (int64_t)warps;
+    out->sums.count += (int64_t)(words * groups);
+    out->sums.ideal += (int64_t)(words * ideal);
+    return 1;
+}
+
 /* Every lane at address a: each warp's counts follow from how many of its lanes there are and
    which phases (shared) or groups of 8 lanes (local) they fall in. Returns 1 when done, 0 when the
    general path must count (threads not grouped by warp, or local pieces off their alignment), or
@@ -1548,6 +1593,12 @@ static int count_one_address(const count_request *r, uint64_t a, const int64_t *
         return 0;
     int group_shift = r->what == GM_COUNT_SHARED_WAVEFRONTS ? r->phase_shift : 3;
     int ideal_shift = r->ideal_shift;
+    /* Shared lanes' ideal wavefronts, min(ideal groups, groups) a warp, are its groups: phases are never
+       narrower than wavefronts. */
+    if (threads != NULL && out->warps == NULL && !with_most && (r->what == GM_COUNT_LOCAL_SECTORS
+            || (r->what == GM_COUNT_SHARED_WAVEFRONTS && ideal_shift <= group_shift))
+            && count_one_address_ascending_sums(r, threads, n, group_shift, out))
+        return 1;
     if (threads != NULL && out->warps == NULL) {
         int done = count_one_address_ascending(r, a, threads, n, group_shift, with_most, out);
         if (done != 0)
@@ -1580,16 +1631,19 @@ static int count_one_address(const count_request *r, uint64_t a, const int64_t *
     return thread_bits >= (uint64_t)THREAD_LIMIT ? GM_BAD_ARGUMENT : 1;
 }
 
-/* Whether the n >= 1 values all equal the first, eight at a time. */
-static int all_equal(const uint64_t *v, int64_t n)
+/* Whether the n >= 1 values all equal the first, a vectorisable block of 64 at a time. */
+VECTORISED static int all_equal(const uint64_t *v, int64_t n)
 {
     uint64_t first = v[0], differ = 0;
     int64_t k = 0;
-    for (; k + 8 <= n && differ == 0; k += 8)
-        differ = (v[k] ^ first) | (v[k + 1] ^ first) | (v[k + 2] ^ first) | (v[k + 3] ^ first)
-            | (v[k + 4] ^ first) | (v[k + 5] ^ first) | (v[k + 6] ^ first) | (v[k + 7] ^ first);
-    for (; k < n && differ == 0; k++)
-        differ = v[k] ^ first;
+    for (; k + 64 <= n; k += 64) {
+        for (int64_t j = 0; j < 64; j++)
+            differ |= v[k + j] ^ first;
+        if (differ != 0)
+            return 0;
+    }
+    for (; k < n; k++)
+        differ |= v[k] ^ first;
     return differ == 0;
 }
 
