@@ -2,7 +2,7 @@
 PYTHON ?= python3
 STAMP := build/.installed
 
-.PHONY: install demo test bench coverage clean
+.PHONY: install demo test bench bench-stats coverage clean
 
 $(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/_core.h emulator/memory/build_core.py \
 		emulator/accel/_arith.c emulator/accel/build_arith.py
@@ -23,6 +23,9 @@ test: install
 
 bench: install
 	$(PYTHON) bench/run.py
+
+bench-stats: install
+	$(PYTHON) bench/stats_cost.py
 
 coverage:
 	$(PYTHON) -m emulator isa --markdown > docs/COVERAGE.md

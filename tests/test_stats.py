@@ -484,3 +484,13 @@ def test_uniform_local_count_reuse_tells_widths_and_misaligned_addresses_apart()
         addresses = np.full(n, address, dtype=np.uint64)
         got = observer._uniform_local_totals(memory, addresses, None, width)
         assert got == memory.request_totals("local_sectors", addresses, None, width), (address, width, n)
+
+
+def test_stats_cost_benchmark_reports_both_medians_for_a_workload(tmp_path):
+    report = tmp_path / "cost.json"
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "stats_cost.py"), "--only", "dot", "--repeat", "1",
+                             "--json", str(report)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(report.read_text())["results"]
+    assert row["workload"] == "dot 2^20" and row["plain_seconds"] > 0 and row["stats_seconds"] > 0
+    assert row["extra_percent"] == pytest.approx(100 * (row["stats_seconds"] / row["plain_seconds"] - 1))
