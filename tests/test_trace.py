@@ -167,3 +167,15 @@ def test_diff_of_traces_that_end_at_different_points():
     b = a[:2]
     identical, report = diff_traces(a, b)
     assert not identical and "B #2: (trace ends)" in report
+
+
+def test_trace_of_a_launch_the_memory_checker_fails_ends_with_its_error(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    result = subprocess.run([sys.executable, "-m", "emulator", "run", str(ROOT / "examples" / "faults" / "faults.ptx"),
+                             "--kernel", "nullRead", "--grid", "1", "--block", "32", "--arg", "u64:0",
+                             "--arg", "zeros:i32:32", "--trace", str(trace), "--check", "mem"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 4
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert "gpuemu" in records[0]
+    assert records[-1]["end"] == "CUDA_ERROR_ILLEGAL_ADDRESS" and records[-1]["records"] > 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable, List
 
+from ..errors import DeviceError
+
 
 class Observer:
     """Base of every subscriber."""
@@ -73,7 +75,6 @@ class Observers(Observer):
         return method
 
     begin_launch = _fan("begin_launch")
-    end_launch = _fan("end_launch")
     begin_batch = _fan("begin_batch")
     end_batch = _fan("end_batch")
     step = _fan("step")
@@ -85,6 +86,17 @@ class Observers(Observer):
     exited = _fan("exited")
     launch_failed = _fan("launch_failed")
     del _fan
+
+    def end_launch(self, launch, stats) -> None:
+        """An observer may turn a finished launch into a failed one (the checkers' invalid accesses raise their
+        DeviceError here): the observers after it hear launch_failed instead, so none is left unfinished."""
+        for index, observer in enumerate(self.observers):
+            try:
+                observer.end_launch(launch, stats)
+            except DeviceError as error:
+                for later in self.observers[index + 1:]:
+                    later.launch_failed(launch, error)
+                raise
 
 
 def combine(*observers) -> Observer:
