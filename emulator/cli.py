@@ -53,17 +53,27 @@ def parse_dims(text: str, what: str):
     return tuple(values)
 
 
-def write_npy_atomically(path: str, array: np.ndarray) -> None:
-    directory = os.path.dirname(path) or "."
-    handle, temp = tempfile.mkstemp(dir=directory, suffix=".npy.tmp")
+def _write_atomically(path: str, suffix: str, write, binary: bool) -> None:
+    """Write through a temporary file in the same directory, then rename it over path, so a reader never sees half
+    a file; the file gets the permissions the umask gives a new file, not mkstemp's private 0600."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=directory, suffix=suffix)
     try:
-        with os.fdopen(handle, "wb") as stream:
-            np.save(stream, array, allow_pickle=False)
+        with os.fdopen(handle, "wb" if binary else "w") as stream:
+            write(stream)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
         os.replace(temp, path)
     except BaseException:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+
+
+def write_npy_atomically(path: str, array: np.ndarray) -> None:
+    _write_atomically(path, ".npy.tmp", lambda stream: np.save(stream, array, allow_pickle=False), binary=True)
 
 
 def positive_int(text: str) -> int:
@@ -82,19 +92,19 @@ def check_output_path(path: str, flag: str) -> None:
     if os.path.isdir(path):
         raise UsageError(f"{flag} {path}: is a directory")
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{flag} {path}: cannot create {directory} ({error.strerror})") from None
     if not os.access(directory, os.W_OK):
         raise UsageError(f"{flag} {path}: the directory is not writable")
 
 
 def write_json_atomically(path: str, data: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=directory, suffix=".json.tmp")
-    with os.fdopen(handle, "w") as stream:
+    def write(stream) -> None:
         json.dump(data, stream, indent=2, sort_keys=True, default=str)
         stream.write("\n")
-    os.replace(temp, path)
+    _write_atomically(path, ".json.tmp", write, binary=False)
 
 
 def add_launch_arguments(parser: argparse.ArgumentParser) -> None:

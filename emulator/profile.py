@@ -300,16 +300,25 @@ def add_command(subparsers, add_launch_arguments) -> None:
 
 
 def command_profile(options) -> int:
-    from .cli import prepare_launch, write_json_atomically
-    from .errors import UsageError
+    from .cli import check_output_path, prepare_launch, write_json_atomically
+    from .errors import DeviceError, UsageError
     from .launch import DEFAULT_MAX_STEPS, plain_name
     if options.top < 0:
         raise UsageError("--top must not be negative")
     module, kernel, args, grid, block = prepare_launch(options)
+    for path, flag in ((options.json, "--json"), (options.html, "--html")):
+        if path:
+            check_output_path(path, flag)
     stats = MemoryStats(options.bank_mode, capture_shared=True)
-    launch_stats = kernel.launch(grid, block, args, options.shared,
-                                 max_steps=options.max_steps or DEFAULT_MAX_STEPS,
-                                 max_dynamic_shared=options.max_dynamic_shared, observer=stats)
+    try:
+        launch_stats = kernel.launch(grid, block, args, options.shared,
+                                     max_steps=options.max_steps or DEFAULT_MAX_STEPS,
+                                     max_dynamic_shared=options.max_dynamic_shared, observer=stats)
+    except DeviceError as error:
+        if options.json:
+            write_json_atomically(options.json, {"status": "error", "error": error.cuda_error,
+                                                 "message": error.summary})
+        raise
     profile = Profile(stats, options.file, options.top)
     name = plain_name(kernel.program.name)
     title = launch_title(name, launch_stats.grid, launch_stats.block, stats.bank_bytes).replace(

@@ -192,3 +192,37 @@ def test_reader_closing_the_pipe_early_loses_no_output_file_and_prints_no_traceb
     assert process.wait(timeout=120) == 0
     assert "Traceback" not in stderr
     assert (out / "arg2.npy").exists() and json.loads((tmp_path / "stats.json").read_text())["status"] == "ok"
+
+
+VECADD_ARGS = ["--kernel", "vecadd", "--grid", "4", "--block", "256", "--arg", f"@{VECADD}/inputs/a_small.npy",
+               "--arg", f"@{VECADD}/inputs/b_small.npy", "--arg", "zeros:f32:1000", "--arg", "i32:1000"]
+
+
+def test_output_files_get_the_permissions_the_umask_gives_new_files(tmp_path):
+    command = [sys.executable, "-m", "emulator", "run", str(VECADD / "vecadd.ptx"), *VECADD_ARGS,
+               "--out", str(tmp_path), "--json", str(tmp_path / "s.json")]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120,
+                            preexec_fn=lambda: os.umask(0o027))
+    assert result.returncode == 0, result.stderr
+    for name in ("arg0.npy", "arg2.npy", "s.json"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o640, name
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("flag, path, fragment", [("--json", "{tmp}", "is a directory"),
+                                                  ("--html", "{tmp}/afile/x.html", "cannot create"),
+                                                  ("--json", "{tmp}/afile/x.json", "cannot create")])
+def test_profile_refuses_an_output_it_cannot_write_before_running_the_kernel(tmp_path, flag, path, fragment):
+    (tmp_path / "afile").write_text("")
+    result = gpuemu("profile", VECADD / "vecadd.ptx", *VECADD_ARGS, flag, path.format(tmp=tmp_path))
+    assert result.returncode == 2
+    assert result.stdout == "" and result.stderr.count("\n") == 1 and fragment in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_profile_json_records_the_fault_that_stopped_the_kernel(tmp_path):
+    report = tmp_path / "p.json"
+    result = gpuemu("profile", ROOT / "examples" / "faults" / "faults.ptx", "--kernel", "nullRead", "--grid", "1",
+                    "--block", "32", "--arg", "u64:0", "--arg", "zeros:i32:32", "--json", report)
+    assert result.returncode == 4
+    assert json.loads(report.read_text())["error"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
