@@ -174,14 +174,15 @@ class ProgressLine:
             self.stream.flush()
 
 
-def prepare_launch(options):
-    """Load the module, resolve the kernel, set constants and parse the arguments."""
+def prepare_launch(options, stdout=None):
+    """Load the module, resolve the kernel, set constants and parse the arguments; device printf writes to stdout
+    (default: sys.stdout)."""
     from .launch import Device, Module
     if not os.path.exists(options.file):
         raise UsageError(f"{options.file}: no such file")
     with open(options.file, encoding="utf-8", errors="replace") as handle:
         text = handle.read()
-    device = Device(backend=options.backend)
+    device = Device(backend=options.backend, stdout=stdout)
     module = Module(text, options.file, device)
     kernel = module.kernel(options.kernel)
     for item in options.const:

@@ -395,3 +395,12 @@ def test_uninitialized_argument_reads_are_reported(tmp_path):
     # all 64 threads read in[t] of the buffer declared never written
     assert result.returncode == 1 and "Uninitialized __global__ memory read of size 4 bytes" in result.stderr
     assert "[64 accesses]" in result.stderr
+
+
+def test_repeated_schedules_do_not_print_the_kernels_printf_output_again():
+    command = [sys.executable, "-m", "emulator", "run", str(ROOT / "examples" / "printf" / "printf.ptx"), "--kernel",
+               "printValues", "--grid", "2", "--block", "4", "--arg", "f32:1.5", "--schedule", "random"]
+    once = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    repeated = subprocess.run(command + ["--repeat", "3"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert once.returncode == repeated.returncode == 0, repeated.stderr
+    assert len(once.stdout.splitlines()) == 8 and repeated.stdout == once.stdout
