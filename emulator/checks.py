@@ -1077,9 +1077,10 @@ def add_run_arguments(parser) -> None:
     group.add_argument("--repeat", type=int, default=0, metavar="N",
                        help="also run the launch under N random schedules (seeds SEED..SEED+N-1) and report "
                             "whether the outputs differ")
-    group.add_argument("--arch", default=DEFAULT_ARCH,
+    group.add_argument("--arch", default=None,
                        help="architecture to emulate: sm_70 and newer count barrier arrivals per thread, sm_60 "
-                            "per warp (default sm_90)")
+                            f"per warp (default {DEFAULT_ARCH}; a SASS listing runs as the architecture it was "
+                            "compiled for)")
     group.add_argument("--spin-limit", type=int, default=DEFAULT_SPIN_LIMIT, metavar="N",
                        help="report a livelock when nothing changes over N loop iterations (0: never; default "
                             f"{DEFAULT_SPIN_LIMIT:,})")
@@ -1102,8 +1103,21 @@ def selected_checks(options) -> List[str]:
     return names
 
 
-def _validate(options) -> int:
+def launch_arch(options, kernel) -> int:
+    """The architecture the launch runs as: --arch, else a SASS listing's own, else the default; a listing's is the
+    only one it can have."""
+    listing = getattr(kernel.program, "arch", None)
+    own = arch_number(listing.name) if listing is not None else None
+    if options.arch is None:
+        return own if own is not None else arch_number(DEFAULT_ARCH)
     arch = arch_number(options.arch)
+    if own is not None and arch != own:
+        raise UsageError(f"--arch {options.arch}: this SASS listing is sm_{own} code, which runs only as sm_{own}")
+    return arch
+
+
+def _validate(options, kernel) -> int:
+    arch = launch_arch(options, kernel)
     if options.spin_limit < 0:
         raise UsageError("--spin-limit must not be negative")
     if options.max_errors < 1:
@@ -1118,7 +1132,8 @@ def _validate(options) -> int:
 
 
 def observer_for(options, module, kernel) -> Optional[CheckSession]:
-    arch = _validate(options)
+    arch = _validate(options, kernel)
+    options.arch = f"sm_{arch}"
     module.device.arch = arch
     module.device.spin_limit = options.spin_limit
     checks = selected_checks(options)

@@ -60,7 +60,7 @@ def arch_number(arch: Union[str, int]) -> int:
     if isinstance(arch, (int, np.integer)):
         return int(arch)
     match = re.fullmatch(r"(?:sm_|compute_)?(\d+)[af]?", str(arch).strip())
-    if not match:
+    if not match or not 10 <= int(match.group(1)) < 1000:
         raise UsageError(f"architecture '{arch}' is not sm_NN (for example sm_60 or sm_90)")
     return int(match.group(1))
 

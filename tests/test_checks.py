@@ -404,3 +404,29 @@ def test_repeated_schedules_do_not_print_the_kernels_printf_output_again():
     repeated = subprocess.run(command + ["--repeat", "3"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert once.returncode == repeated.returncode == 0, repeated.stderr
     assert len(once.stdout.splitlines()) == 8 and repeated.stdout == once.stdout
+
+
+FERMI_RETURN32ONE = [str(ROOT / "examples" / "sass" / "return32one.sm_20.sass"), "--kernel", "Return32One", "--grid",
+                     "1", "--block", "64", "--shared", "256", "--arg", "zeros:i32:1", "--arg", "zeros:i32:64",
+                     "--arg", f"@{ROOT / 'examples' / 'sass' / 'inputs' / 'pIn.npy'}"]
+
+
+def test_random_schedules_run_a_fermi_listing_as_fermi_with_the_lockstep_result(tmp_path):
+    # the listing's sm_20 warps reconverge as warps; scheduling its lanes as sm_90's independent groups deadlocked
+    def run(*extra):
+        out = tmp_path / "-".join(extra or ("lockstep",))
+        result = subprocess.run([sys.executable, "-m", "emulator", "run", *FERMI_RETURN32ONE, "--out", str(out),
+                                 *extra], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return np.load(out / "arg1.npy")
+    want = run()
+    for seed in range(3):
+        assert np.array_equal(run("--schedule", "random", "--seed", str(seed)), want)
+
+
+@pytest.mark.parametrize("arch, fragment", [("sm_90", "this SASS listing is sm_20 code"),
+                                            ("sm_0", "is not sm_NN")])
+def test_arch_other_than_a_sass_listings_own_or_not_an_architecture_is_refused(arch, fragment):
+    result = subprocess.run([sys.executable, "-m", "emulator", "run", *FERMI_RETURN32ONE, "--arch", arch],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 2 and fragment in result.stderr and result.stderr.count("\n") == 1
