@@ -397,6 +397,9 @@ def differing_lanes(a: dict, b: dict, limit: int = 8) -> List[str]:
             if xa != xb:
                 diffs = [f"lane {access_lanes[i] if i < len(access_lanes) else i}: A {x} B {y}"
                          for i, (x, y) in enumerate(zip(xa, xb)) if x != y]
+                if not diffs:  # one side has fewer lanes' worth (or none: an access whose bytes were not read)
+                    out.append(f"memory {key}: A {ma.get(key)} B {mb.get(key)}")
+                    continue
                 out.append(f"memory {key} differs in {len(diffs)} lane{'s' if len(diffs) != 1 else ''}: "
                            + ", ".join(diffs[:limit]) + (" ..." if len(diffs) > limit else ""))
     return out

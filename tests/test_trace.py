@@ -179,3 +179,12 @@ def test_trace_of_a_launch_the_memory_checker_fails_ends_with_its_error(tmp_path
     records = [json.loads(line) for line in trace.read_text().splitlines()]
     assert "gpuemu" in records[0]
     assert records[-1]["end"] == "CUDA_ERROR_ILLEGAL_ADDRESS" and records[-1]["records"] > 0
+
+
+def test_an_access_with_values_on_one_side_only_is_reported_whole_not_as_zero_lanes():
+    from emulator.trace import differing_lanes
+    record = {"block": [0, 0, 0], "warp": 0, "pc": 3, "mask": "00000003",
+              "mem": [{"op": "load", "space": "global", "width": 4, "addr": ["0x10", "0x14"], "value": ["1", "2"]}]}
+    other = json.loads(json.dumps(record))
+    del other["mem"][0]["value"]
+    assert differing_lanes(record, other) == ["memory value: A ['1', '2'] B None"]
