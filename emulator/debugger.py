@@ -1,11 +1,13 @@
 """`gpuemu debug`: a cuda-gdb style step debugger over one kernel launch, at a prompt or from scripts."""
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 
 from .debug.commands import PROMPT, Session
 from .debug.record import DEFAULT_HISTORY
-from .errors import UsageError
+from .errors import GpuemuError, UsageError
 
 
 def add_command(subparsers, add_launch_arguments) -> None:
@@ -18,10 +20,30 @@ def add_command(subparsers, add_launch_arguments) -> None:
     debug.add_argument("--batch", action="store_true",
                        help="quit after the -x files (or after stdin when there are none); exit status 1 if a "
                             "command failed")
-    debug.add_argument("--history", type=int, default=DEFAULT_HISTORY, metavar="N",
+    debug.add_argument("--history", type=_history_length, default=DEFAULT_HISTORY, metavar="N",
                        help=f"warp instructions recorded for reverse execution (default {DEFAULT_HISTORY:,}; 0: off)")
     debug.add_argument("--out", help="directory for argK.npy after each launch that completes")
     debug.set_defaults(handler=command_debug)
+
+
+def _history_length(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of warp instructions") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative (0 turns recording off)")
+    return value
+
+
+def _check_out_directory(path: str) -> None:
+    """Refuse an --out that the results could not be written to up front, rather than after a launch."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--out {path}: {error.strerror or error}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {path}: the directory is not writable")
 
 
 def command_debug(options, stdin=None, stdout=None, stderr=None) -> int:
@@ -35,7 +57,14 @@ def command_debug(options, stdin=None, stdout=None, stderr=None) -> int:
                 scripts.append(handle.read().splitlines())
         except OSError as error:
             raise UsageError(f"{path}: cannot read the command file ({error.strerror})") from None
-    session = Session(options, stdout, stderr)
+    try:
+        session = Session(options, stdout, stderr)
+    except (GpuemuError, MemoryError, OSError):
+        raise
+    except Exception as error:  # a gpuemu bug: one line, as the command loop reports them
+        raise GpuemuError(f"internal error: {type(error).__name__}: {error}") from None
+    if options.out:
+        _check_out_directory(options.out)
     failed = False
     try:
         for lines in scripts:

@@ -347,3 +347,173 @@ def test_printf_output_in_a_session_is_the_h100_output(monkeypatch):
     printed = [line for line in transcript.splitlines() if line.startswith("block ")]
     expected = (ROOT / "examples" / "printf" / "expected" / "printf" / "stdout.txt").read_text().splitlines()
     assert printed == expected
+
+
+# ---- SASS listings -------------------------------------------------------------------------------------
+
+RETURN32 = ["--grid", "1", "--block", "64", "--shared", "256", "--arg", "zeros:i32:1", "--arg", "zeros:i32:64",
+            "--arg", "@examples/sass/inputs/pIn.npy"]
+
+
+@pytest.mark.parametrize("listing, kernel, launch", [
+    ("examples/warpops/warpops.sm_90.sass", "voteShuffle",
+     ["--grid", "1", "--block", "64", "--arg", "@examples/warpops/inputs/shuffle_in.npy", "--arg", "zeros:i32:768"]),
+    ("examples/sass/kernels.sm_90.sass", "reduceShfl",
+     ["--grid", "2", "--block", "64", "--arg", "zeros:i32:128", "--arg", "zeros:i32:1", "--arg", "i32:128"]),
+    ("examples/sass/kernels.sm_75.sass", "reduceShfl",
+     ["--grid", "2", "--block", "64", "--arg", "zeros:i32:128", "--arg", "zeros:i32:1", "--arg", "i32:128"]),
+    ("examples/sass/kernels.sm_75.sass", "atomicsMix",
+     ["--grid", "2", "--block", "100", "--arg", "zeros:i32:200", "--arg", "zeros:i32:6", "--arg", "zeros:u32:1"]),
+])
+def test_sass_listings_with_shuffles_that_write_no_predicate_start_and_run(listing, kernel, launch, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    status, transcript = debug([listing, "--kernel", kernel, *launch, "--batch"], "start\nnext 3\ncontinue\n")
+    assert status == 0 and "internal error" not in transcript, transcript
+    assert f"Temporary breakpoint 1, {kernel}<<<" in transcript
+    assert "[Termination of CUDA Kernel 1" in transcript
+
+
+def test_an_internal_error_at_session_start_is_one_line_not_a_traceback(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+    def broken(program):
+        raise AttributeError("'SinkRef' object has no attribute 'reg'")
+
+    monkeypatch.setattr("emulator.debug.commands.Registers", broken)
+    assert cli.main(["debug", *DOT_ARGS, "--batch"]) == 1
+    err = capsys.readouterr().err
+    assert err == "gpuemu: error: internal error: AttributeError: 'SinkRef' object has no attribute 'reg'\n"
+
+
+def test_sass_breakpoints_pc_and_info_line_use_the_listing_addresses(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    _, transcript = debug(["examples/sass/return32.sm_20.sass", *RETURN32],
+                          "break *0x58\nbreak 12\nrun\nprint $pc\ninfo line\nbreak *0x5c\n")
+    assert "Breakpoint 1 at 0x58: file return32.sm_20.sass, line 15." in transcript
+    assert "Breakpoint 2 at 0x40: file return32.sm_20.sass, line 12." in transcript
+    assert "Breakpoint 2, Return32<<<(1,1,1),(64,1,1)>>> at return32.sm_20.sass:12   SSY 0x80;" in transcript
+    assert "$1 = 0x40 <Return32+64>" in transcript
+    assert 'Line 12 of "return32.sm_20.sass" is at address 0x40 <Return32+64>: SSY 0x80;' in transcript
+    assert "No instruction at address 0x5c (instructions are 8 bytes apart, 0x0 to 0xa0)." in transcript
+
+
+def test_sass_x_i_and_stepi_take_an_expanded_instruction_as_one(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    _, transcript = debug(["examples/sass/return32.sm_20.sass", *RETURN32],
+                          "break *0x58\nrun\nx/3i $pc\nstepi\nreverse-stepi\nprint $pc\n")
+    assert ("=> 0x58 <Return32+88>:\tLDSLK P0, R2, [R3];\n"
+            "   0x60 <Return32+96>:\t@P0 IADD R2, R2, R0;\n"
+            "   0x68 <Return32+104>:\t@P0 STSUL [R3], R2;\n") in transcript
+    assert "(gpuemu) stepi\nreturn32.sm_20.sass:16   @P0 IADD R2, R2, R0;\n" in transcript
+    assert "(gpuemu) reverse-stepi\nreturn32.sm_20.sass:15   LDSLK P0, R2, [R3];\n" in transcript
+    assert "$1 = 0x58 <Return32+88>" in transcript
+
+
+def test_sass_warps_waiting_for_a_lock_show_its_listing_address(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    _, transcript = debug(["examples/sass/return32one.sm_20.sass", *RETURN32],
+                          "break *0x60\nrun\ncontinue\ninfo cuda warps\n")
+    rows = [line.split() for line in transcript.split("(gpuemu) info cuda warps\n")[1].splitlines()[2:4]]
+    # warp 0's lane 2 holds the one lock; warp 1 waits at the LDSLK (0x58), inside the 0x0-0xa0 listing
+    assert [row[-5] for row in rows] == ["0x0000000000000060", "0x0000000000000058"]
+
+
+def test_sass_info_registers_lists_the_listing_registers_and_print_takes_cuda_gdb_names(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    _, transcript = debug(["examples/vecadd/vecadd.sm_90.sass", "--grid", "1", "--block", "64",
+                           "--arg", "@examples/vecadd/inputs/a.npy", "--arg", "@examples/vecadd/inputs/b.npy",
+                           "--arg", "zeros:f32:64", "--arg", "i32:64"],
+                          "start\nnext 4\ninfo registers\nprint $R9\nprint %R9\n")
+    listed = [line.split()[0] for line in transcript.split("(gpuemu) info registers\n")[1].split("(gpuemu)")[0]
+              .splitlines()]
+    assert listed[:2] == ["R0", "R1"] and "UR4" in listed and "P0" in listed
+    assert not any(name.startswith("%") for name in listed)
+    assert "$1 = 64\n" in transcript and "$2 = 64\n" in transcript
+    _, transcript = debug(["examples/sass/return32.sm_20.sass", *RETURN32], "break *0x60\nrun\ninfo registers\n")
+    assert "%lock_stall" not in transcript and "\nP0 " in transcript and "\nR3 " in transcript
+
+
+# ---- values, focus and the command line ----------------------------------------------------------------
+
+def test_x_s_escapes_once_as_gdb_does(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    text = tmp_path / "text.npy"
+    np.save(text, np.frombuffer(b'T\xeb\x92D"q\\\n\xc3\xa9\x00', dtype=np.uint8))
+    _, transcript = debug(["examples/dot/dot.ptx", "--grid", "1", "--block", "32", "--arg", f"@{text}",
+                           "--arg", f"@{text}", "--arg", "zeros:f32:1", "--arg", "i32:1"], "start\nx/s param_0\n")
+    assert re.search(r'^0x[0-9a-f]+:\t"T\\353\\222D\\"q\\\\\\né"$', transcript, re.M), transcript
+
+
+TWO_KERNELS = """.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry early(.param .u64 early_param_0)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<3>;
+	mov.u32 %r1, %tid.x;
+	setp.lt.u32 %p1, %r1, 32;
+	@%p1 exit;
+	ld.param.u64 %rd1, [early_param_0];
+	cvta.to.global.u64 %rd1, %rd1;
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd1, %rd1, %rd2;
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+
+.visible .entry retyped(.param .u64 retyped_param_0)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [retyped_param_0];
+	cvta.to.global.u64 %rd1, %rd1;
+	mov.b32 %r1, -1;
+	st.global.u32 [%rd1], %r1;
+	mov.b32 %r1, -2;
+	st.global.s32 [%rd1], %r1;
+	mov.b32 %r1, -3;
+	st.global.b32 [%rd1], %r1;
+	ret;
+}
+"""
+
+
+def test_watchpoint_values_keep_one_type_from_hit_to_hit(tmp_path):
+    ptx = tmp_path / "two.ptx"
+    ptx.write_text(TWO_KERNELS)
+    _, transcript = debug([str(ptx), "--kernel", "retyped", "--grid", "1", "--block", "1", "--arg", "zeros:u32:1"],
+                          "start\nwatch retyped_param_0\ncontinue\ncontinue\ncontinue\n")
+    shown = re.findall(r"^Old value = (.*)\nNew value = (.*)$", transcript, re.M)
+    # u32, then s32 and b32 stores: all shown as the first writer's u32
+    assert shown == [("0", "4294967295"), ("4294967295", "4294967294"), ("4294967294", "4294967293")]
+
+
+def test_print_pc_of_an_exited_lane_says_it_has_exited(tmp_path):
+    ptx = tmp_path / "two.ptx"
+    ptx.write_text(TWO_KERNELS)
+    _, transcript = debug([str(ptx), "--kernel", "early", "--grid", "1", "--block", "64", "--arg", "zeros:u32:64"],
+                          f"break {ptx_line(ptx, 'st.global.u32')}\nrun\ncuda warp 0 lane 0\nprint $pc\ninfo line\n")
+    assert "[thread (0,0,0) of block (0,0,0) has exited]" in transcript
+    assert "(gpuemu) print $pc\n$pc has no value: the lane has exited.\n" in transcript
+    assert "(gpuemu) info line\nThe focused thread has exited.\n" in transcript
+
+
+def test_a_negative_history_length_is_a_usage_error(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["debug", *DOT_ARGS, "--history", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuemu: error: argument --history: -5 is negative") and len(err.splitlines()) == 1
+
+
+def test_an_unusable_out_directory_is_refused_before_the_session(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    monkeypatch.setattr("sys.stdin", io.StringIO("run\n"))
+    assert cli.main(["debug", *DOT_ARGS, "--out", str(blocker / "sub")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"gpuemu: error: --out {blocker / 'sub'}: Not a directory\n"
+    assert "Launch of CUDA Kernel" not in captured.out

@@ -21,9 +21,8 @@ from .control import Breakpoint, Engine, Plan, Stop, Watchpoint, contains
 from .expr import (Context, DebugError, evaluate, format_lanes, format_scalar, parse_expression,
                    parse_format, raw_bits)
 from .record import DEFAULT_HISTORY
-from .state import (INSTRUCTION_BYTES, SPACES, Registers, ThreadStates, VECTOR_SPECIALS, code_address,
-                    read_space, resolve_generic, special_names, special_values, symbol_at, typed_values,
-                    warp_masks)
+from .state import (SASS_REGISTER, SPACES, CodeAddresses, Registers, ThreadStates, VECTOR_SPECIALS, read_space,
+                    resolve_generic, special_names, special_values, symbol_at, typed_values, warp_masks)
 
 PROMPT = "(gpuemu) "
 _MISALIGNED = ("CUDA_EXCEPTION_6", "Warp Misaligned Address")
@@ -84,7 +83,12 @@ class LaneContext(Context):
         if name == "$pc":
             self._batch()
             pcs, _ = session.states.of(self.lanes)
-            return np.array([code_address(int(pc)) if pc >= 0 else 0 for pc in pcs], dtype=np.uint64)
+            if np.all(pcs < 0):
+                raise DebugError("$pc has no value: " + ("the lane has exited." if len(pcs) == 1 else
+                                                         "every lane has exited."))
+            return np.array([session.addresses.of(int(pc)) if pc >= 0 else 0 for pc in pcs], dtype=np.uint64)
+        if session.registers.listing and SASS_REGISTER.fullmatch(name[1:]):
+            return self.register(name[1:])
         history = re.fullmatch(r"\$(\$?)(\d*)", name)
         if history:
             return self._history(bool(history.group(1)), history.group(2))
@@ -149,6 +153,7 @@ class Session:
         self.grid = tuple(grid) + (1,) * (3 - len(grid))
         self.block = tuple(block) + (1,) * (3 - len(block))
         self.registers = Registers(self.program)
+        self.addresses = CodeAddresses(self.program)
         self.ptx_name = os.path.basename(options.file)
         self.ptx_dir = os.path.dirname(os.path.abspath(options.file))
         self.history_limit = getattr(options, "history", DEFAULT_HISTORY)
@@ -326,6 +331,13 @@ class Session:
         pcs, states = self.states.of(np.array([thread]))
         return int(pcs[0]), int(states[0])
 
+    def _focus_pc(self) -> int:
+        """The focused thread's pc; an error once it has exited."""
+        pc, state = self._thread_pc(self._focus())
+        if state == EXITED or pc < 0:
+            raise DebugError("The focused thread has exited.")
+        return pc
+
     def _location(self, full: bool, prefix: str = "") -> None:
         """Where the focused thread is: its frame (when full or the function changed), PTX line, CUDA line."""
         thread = self.focus_thread
@@ -389,19 +401,29 @@ class Session:
         watch = hit.watch
         self.say(f"\nHardware watchpoint {watch.number}: {watch.spec}")
         self.say()
-        self.say(f"Old value = {self._watch_value(hit.old, hit.instr)}")
-        self.say(f"New value = {self._watch_value(hit.new, hit.instr)}")
+        if watch.value_type is None:
+            watch.value_type = self._writer_type(hit.instr, watch.length)
+        self.say(f"Old value = {self._watch_value(hit.old, watch.value_type)}")
+        self.say(f"New value = {self._watch_value(hit.new, watch.value_type)}")
         block, xyz = self._coordinates(hit.thread)
         more = f" (last of {hit.writers} writing threads)" if hit.writers > 1 else ""
         self.say(f"Written by block {dims(block)} thread {dims(xyz)}{more} at {self._where(hit.instr)}"
                  f"   {one_line(hit.instr.text)}")
 
     @staticmethod
-    def _watch_value(data: np.ndarray, instr: ir.Instr) -> str:
-        """The watched bytes as the writing instruction's type when it covers them exactly, else in hex."""
+    def _writer_type(instr: ir.Instr, length: int) -> str:
+        """The writing instruction's type when it covers the watched bytes exactly, else "" (hex)."""
         type_name = instr.decoded.type if instr.decoded is not None and instr.decoded.types else None
         t = TYPES.get(type_name) if type_name else None
-        if t is not None and t.bytes == len(data) and t.kind in ("float", "signed", "unsigned", "bits"):
+        if t is not None and t.bytes == length and t.kind in ("float", "signed", "unsigned", "bits"):
+            return type_name
+        return ""
+
+    @staticmethod
+    def _watch_value(data: np.ndarray, type_name: str) -> str:
+        """The watched bytes as the watchpoint's type (.b as signed), or in hex."""
+        t = TYPES.get(type_name) if type_name else None
+        if t is not None:
             value = data.view(t.dtype)[0]
             if t.kind == "bits":
                 value = data.view(np.dtype(f"i{t.bytes}"))[0]
@@ -415,7 +437,7 @@ class Session:
         code, name = _exception_of(error)
         instr = self.program.instrs[stop.pc]
         self.say(f"\nCUDA Exception: {name}")
-        self.say(f"The exception was triggered at pc {code_address(stop.pc):#x} ({self._where(instr)})")
+        self.say(f"The exception was triggered at pc {self.addresses.of(stop.pc):#x} ({self._where(instr)})")
         self.say(error.report)
         self.say(f"\nKernel {self.kernel_name} received signal {code}, {name}.")
 
@@ -502,7 +524,8 @@ class Session:
             return parts[0], shown
         values = np.array(np.broadcast_to(evaluate(tree, self._context(lanes)), (len(lanes),)))
         if tree == ("conv", "$pc") and fmt is None:
-            shown = [self._code_label(int(value)) for value in values]
+            pcs, _ = self.states.of(lanes)
+            shown = [self._code_label(int(value)) if pc >= 0 else "<exited>" for value, pc in zip(values, pcs)]
             return values, format_lanes(shown) if lanes_spec == "all" else shown[0]
         if lanes_spec == "all":
             return values, format_lanes([format_scalar(v, fmt) for v in values])
@@ -627,7 +650,8 @@ class Session:
 
     def cmd_start(self, arg: str, repeat: bool) -> None:
         entry = self.program.functions[self.program.name].entry_pc
-        self._announce(self._add_breakpoint(f"*{code_address(entry):#x}", (entry,), temporary=True, condition=None))
+        self._announce(self._add_breakpoint(f"*{self.addresses.of(entry):#x}", (entry,), temporary=True,
+                                            condition=None))
         self._start(Plan("continue"))
 
     def cmd_continue(self, arg: str, repeat: bool) -> None:
@@ -701,14 +725,13 @@ class Session:
     def _locate(self, spec: str) -> Tuple[Tuple[int, ...], str]:
         """pcs of a location: PTX LINE, FILE:LINE (PTX or CUDA via .loc), label, function, *ADDRESS."""
         program = self.program
-        instrs = program.instrs
         if spec.startswith("*"):
             address = int(self.value_of(spec[1:], self._lanes(None))[0])
-            if address % INSTRUCTION_BYTES or not 0 <= address // INSTRUCTION_BYTES < len(instrs):
+            pc = self.addresses.pc_at(address)
+            if pc is None:
                 raise DebugError(f"No instruction at address {address:#x} (instructions are "
-                                 f"{INSTRUCTION_BYTES} bytes apart, 0x0 to "
-                                 f"{code_address(len(instrs) - 1):#x}).")
-            return (address // INSTRUCTION_BYTES,), spec
+                                 f"{self.addresses.spacing} bytes apart, 0x0 to {self.addresses.last():#x}).")
+            return (pc,), spec
         file_part, sep, line_part = spec.rpartition(":")
         if sep and line_part.isdigit():
             line = int(line_part)
@@ -727,7 +750,8 @@ class Session:
 
     def _ptx_line(self, line: int) -> Tuple[int, ...]:
         for instr in self.program.instrs:
-            if instr.line >= line and not instr.text.startswith("ret; (end"):
+            if instr.line >= line and not instr.text.startswith("ret; (end") and \
+                    self.addresses.starts_instruction(instr.pc):
                 return (instr.pc,)
         raise DebugError(f'Line {line} is out of range for "{self.ptx_name}".')
 
@@ -760,8 +784,8 @@ class Session:
                 raise DebugError("Argument required (boolean expression).")
         if not location:
             self._require_running()
-            pc, _ = self._thread_pc(self._focus())
-            return f"*{code_address(pc):#x}", (pc,), condition
+            pc = self.addresses.start_of(self._focus_pc())
+            return f"*{self.addresses.of(pc):#x}", (pc,), condition
         pcs, spec = self._locate(location)
         return spec, pcs, condition
 
@@ -777,7 +801,8 @@ class Session:
     def _announce(self, breakpoint: Breakpoint) -> None:
         kind = "Temporary breakpoint" if breakpoint.temporary else "Breakpoint"
         first = self.program.instrs[breakpoint.pcs[0]]
-        text = f"{kind} {breakpoint.number} at {code_address(first.pc):#x}: file {self.ptx_name}, line {first.line}."
+        text = (f"{kind} {breakpoint.number} at {self.addresses.of(first.pc):#x}: file {self.ptx_name}, "
+                f"line {first.line}.")
         if len(breakpoint.pcs) > 1:
             text += f" ({len(breakpoint.pcs)} locations)"
         self.say(text)
@@ -976,7 +1001,7 @@ class Session:
         cta, thread = focus // batch.tpc_pad, focus
         if fmt == "i":
             self._examine_code(address, count)
-            self.x_state = (space, address + count * INSTRUCTION_BYTES, count, fmt, unit)
+            self.x_state = (space, address + count * self.addresses.spacing, count, fmt, unit)
             return
         if fmt == "s":
             self._examine_strings(space, address, count, cta, thread)
@@ -1007,21 +1032,25 @@ class Session:
         return format_scalar(value, fmt, pad=fmt in ("x", "t", "o"))
 
     def _code_label(self, address: int) -> str:
-        pc = address // INSTRUCTION_BYTES
-        if address % INSTRUCTION_BYTES or not 0 <= pc < len(self.program.instrs):
+        pc = self.addresses.pc_at(address)
+        if pc is None:
             return f"{address:#x}"
+        return f"{address:#x} <{self._function_offset(pc)}>"
+
+    def _function_offset(self, pc: int) -> str:
+        """`function+offset` of an instruction, the offset in bytes of code from the function's entry."""
         function = self.program.instrs[pc].function
-        offset = code_address(pc - self.program.functions[function].entry_pc)
-        return f"{address:#x} <{plain_name(function)}+{offset}>"
+        entry = self.program.functions[function].entry_pc
+        return f"{plain_name(function)}+{self.addresses.of(pc) - self.addresses.of(entry)}"
 
     def _examine_code(self, address: int, count: int) -> None:
+        """x/i: listing instructions from the one holding address (a SASS one once, however lowered)."""
         instrs = self.program.instrs
         focus_pc, _ = self._thread_pc(self._focus())
-        pc = address // INSTRUCTION_BYTES
-        for index in range(pc, min(len(instrs), pc + count)):
-            instr = instrs[index]
-            mark = "=> " if index == focus_pc else "   "
-            self.say(f"{mark}{self._code_label(code_address(index))}:\t{one_line(instr.text)}")
+        focus_start = self.addresses.start_of(focus_pc) if focus_pc >= 0 else None
+        for pc in self.addresses.from_address(address, count):
+            mark = "=> " if pc == focus_start else "   "
+            self.say(f"{mark}{self._code_label(self.addresses.of(pc))}:\t{one_line(instrs[pc].text)}")
 
     def _examine_strings(self, space: str, address: int, count: int, cta: int, thread: int) -> None:
         batch = self.batch
@@ -1032,8 +1061,7 @@ class Session:
                 if byte == 0:
                     break
                 chars.append(byte)
-            text = bytes(chars).decode("utf-8", errors="backslashreplace")
-            self.say(f"{address:#x}:\t\"" + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"')
+            self.say(f"{address:#x}:\t{_c_string(bytes(chars))}")
             address += len(chars) + 1
 
     # ---- list ----
@@ -1120,7 +1148,8 @@ class Session:
                 if len(item.pcs) == 1:
                     instr = self.program.instrs[item.pcs[0]]
                     self.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   "
-                             f"{code_address(instr.pc):#018x} in {plain_name(instr.function)} at {self._where(instr)}")
+                             f"{self.addresses.of(instr.pc):#018x} in {plain_name(instr.function)} at "
+                             f"{self._where(instr)}")
                 else:
                     self.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   <MULTIPLE>")
                 if item.condition_text:
@@ -1131,7 +1160,7 @@ class Session:
             if isinstance(item, Breakpoint) and len(item.pcs) > 1:
                 for index, pc in enumerate(item.pcs, 1):
                     instr = self.program.instrs[pc]
-                    self.say(f"{f'{item.number}.{index}':<28}{enabled}   {code_address(pc):#018x} in "
+                    self.say(f"{f'{item.number}.{index}':<28}{enabled}   {self.addresses.of(pc):#018x} in "
                              f"{plain_name(instr.function)} at {self._where(instr)}")
 
     def info_watchpoints(self, arg: str) -> None:
@@ -1153,7 +1182,8 @@ class Session:
         if arg:
             regs = [self.registers.lookup(name, function, pc) for name in arg.split()]
         else:
-            regs = sorted(self.registers.of_function(function), key=_register_order)
+            regs = sorted(self.registers.of_function(function),
+                          key=_sass_register_order if self.registers.listing else _register_order)
         lanes = np.array([focus], dtype=np.int64)
         for reg in regs:
             raw = batch.regs[reg.index][focus]
@@ -1174,12 +1204,11 @@ class Session:
             pcs, _ = self._locate(arg)
             pc = pcs[0]
         else:
-            pc, _ = self._thread_pc(self._focus())
+            pc = self._focus_pc()
         instr = self.program.instrs[pc]
         source = f" ({os.path.basename(instr.source[0])}:{instr.source[1]})" if instr.source else ""
-        self.say(f'Line {instr.line} of "{self.ptx_name}"{source} is at address {code_address(pc):#x} '
-                 f"<{plain_name(instr.function)}+{code_address(pc - self.program.functions[instr.function].entry_pc)}>"
-                 f": {one_line(instr.text)}")
+        self.say(f'Line {instr.line} of "{self.ptx_name}"{source} is at address {self.addresses.of(pc):#x} '
+                 f"<{self._function_offset(pc)}>: {one_line(instr.text)}")
 
     def info_frame(self, arg: str) -> None:
         self.cmd_backtrace("1", False)
@@ -1287,7 +1316,7 @@ class Session:
                 row = place(row, "-", 62)
                 first_active = "-"
             else:
-                row = place(row, f"{code_address(pc):#018x}", 62)
+                row = place(row, f"{self.addresses.of(pc):#018x}", 62)
                 lane = (active & -active).bit_length() - 1
                 local = warp * 32 + lane
                 first_active = dims((local % bx, (local // bx) % by, local // (bx * by)))
@@ -1325,7 +1354,7 @@ class Session:
             mark = "*" if thread == focus else " "
             row = place(mark, str(lane), 4)
             row = place(row, word, 12)
-            row = place(row, f"{code_address(int(pcs[lane])):#018x}" if pcs[lane] >= 0 else "-", 31)
+            row = place(row, f"{self.addresses.of(int(pcs[lane])):#018x}" if pcs[lane] >= 0 else "-", 31)
             row = place(row, dims(xyz), 43)
             exception = _exception_of(fault.error)[1] if fault is not None and fault.thread == thread else "None"
             self.say(f"{row} {exception}")
@@ -1427,7 +1456,7 @@ class Session:
         for number, (frame_pc, caller) in enumerate(frames[:limit]):
             instr = self.program.instrs[frame_pc]
             source = f" ({os.path.basename(instr.source[0])}:{instr.source[1]})" if instr.source else ""
-            address = f"{code_address(frame_pc):#018x} in " if caller else ""
+            address = f"{self.addresses.of(frame_pc):#018x} in " if caller else ""
             self.say(f"#{number:<2} {address}{self._frame_name(instr.function)} () at {self._where(instr)}{source}")
 
     # ---- help ----
@@ -1482,7 +1511,10 @@ class Session:
             pool = sorted(self.program.labels) + sorted({plain_name(f) for f in self.program.functions})
             pool += [f"{self.ptx_name}:"] + sorted({os.path.basename(path) + ":" for path in self.program.files.values()})
         else:
-            pool = self.registers.names() + special_names() + ["$pc", "$laneid", "$warpid"]
+            registers = self.registers.names()
+            if self.registers.listing:
+                registers = ["$" + name for name in registers]
+            pool = registers + special_names() + ["$pc", "$laneid", "$warpid"]
             if command in ("print", "output", "display"):
                 pool += ["@all", "@lane"]
             if command in ("x", "watch"):
@@ -1494,6 +1526,35 @@ def _register_order(reg: ir.RegInfo):
     match = re.fullmatch(r"(\D*)(\d*)", reg.name)
     prefix, digits = (match.group(1), match.group(2)) if match else (reg.name, "")
     return prefix, int(digits) if digits else -1, reg.index
+
+
+_SASS_REGISTER_FILES = ("R", "UR", "P", "UP")
+
+
+def _sass_register_order(reg: ir.RegInfo):
+    """R, UR, P, UP, each by number (as cuda-gdb lists a SASS function's registers)."""
+    prefix, number = _register_order(reg)[:2]
+    files = _SASS_REGISTER_FILES
+    return files.index(prefix) if prefix in files else len(files), prefix, number
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+            "\t": "\\t", "\v": "\\v"}
+
+
+def _c_string(data: bytes) -> str:
+    """Bytes as gdb quotes a string: UTF-8 text as is, C escapes, other bytes as octal escapes."""
+    parts = []
+    for char in data.decode("utf-8", errors="surrogateescape"):
+        if char in _ESCAPES:
+            parts.append(_ESCAPES[char])
+        elif "\udc80" <= char <= "\udcff":
+            parts.append(f"\\{ord(char) - 0xdc00:03o}")
+        elif char.isprintable():
+            parts.append(char)
+        else:
+            parts.extend(f"\\{byte:03o}" for byte in char.encode("utf-8"))
+    return '"' + "".join(parts) + '"'
 
 
 def _ranges(numbers: List[int]) -> str:

@@ -53,6 +53,7 @@ class Watchpoint:
     local: int = 0
     enabled: bool = True
     hits: int = 0
+    value_type: Optional[str] = None   # how hits show the watched bytes, fixed at the first hit ("" for hex)
 
 
 @dataclass
@@ -266,6 +267,8 @@ class Engine:
             else:
                 done = batch.program.instrs[pc].control in (ir.BARRIER, ir.EXIT)
             return Stop("finish", pc, sel, thread=self._focus_thread_in(sel)) if done else None
+        if not self.session.addresses.starts_instruction(pc):
+            return None  # the rest of a SASS instruction that lowering expanded: one step in the listing
         if plan.mode == "next" and depth > plan.base_depth:
             return None
         plan.count -= 1
@@ -431,7 +434,7 @@ class Engine:
                         if stop is not None:
                             return stop
                     continue
-                if not record.contains(first, end):
+                if not record.contains(first, end) or not self.session.addresses.starts_instruction(record.pc):
                     continue
                 if mode == "reverse-next" and self.depth_of(self.batch, int(record.threads_in(first, end)[0])) > base_depth:
                     continue

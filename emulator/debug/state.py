@@ -1,6 +1,9 @@
-"""What the paused machine looks like: memory of every space, thread pcs and states, registers by PTX name."""
+"""What the paused machine looks like: memory of every space, thread pcs and states, registers by PTX name,
+and the code addresses the debugger shows."""
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -13,6 +16,8 @@ from ..launch import plain_name
 from ..lower import SPECIAL_REGISTERS
 from ..machine import AT_BARRIER, EXITED, INF, RUNNING
 from ..memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from ..sass.lower import SassProgram
+from ..sass.operands import Address, ConstWord, Pred, SignBit, Value
 from .expr import DebugError
 
 SPACES = ("global", "shared", "local", "const", "param", "generic")
@@ -20,8 +25,57 @@ SPACES = ("global", "shared", "local", "const", "param", "generic")
 INSTRUCTION_BYTES = 16
 
 
-def code_address(pc: int) -> int:
-    return pc * INSTRUCTION_BYTES
+#: SASS register names (R5, UR4, P0, UP1), which `$R5` names as cuda-gdb spells it
+SASS_REGISTER = re.compile(r"U?[RP]\d+")
+
+
+class CodeAddresses:
+    """Instruction addresses as the debugger shows and accepts them. PTX: pc * 16 (as compute-sanitizer's
+    `kernel+0x…`). SASS: the listing's own /*addr*/; the instructions lowering adds (lock loops, return
+    checks, branch conditions) share the address of the listing instruction they come from, and that
+    instruction's first pc is where it starts: the only pc that breakpoints and steps stop at."""
+
+    def __init__(self, program: ir.Program):
+        instrs = program.instrs
+        self.listing = isinstance(program, SassProgram)
+        if self.listing:
+            self.spacing = program.arch.instruction_bytes
+            listed = [instr.info.get("address") for instr in instrs]
+            past_end = max((address for address in listed if address is not None), default=-self.spacing) \
+                + self.spacing
+            self.addresses = [past_end if address is None else address for address in listed]
+        else:
+            self.spacing = INSTRUCTION_BYTES
+            self.addresses = [pc * INSTRUCTION_BYTES for pc in range(len(instrs))]
+        self.first_pc: Dict[int, int] = {}
+        for pc, address in enumerate(self.addresses):
+            self.first_pc.setdefault(address, pc)
+        self.ordered = sorted(self.first_pc)
+
+    def of(self, pc: int) -> int:
+        """The address of the instruction at pc."""
+        return self.addresses[pc]
+
+    def pc_at(self, address: int) -> Optional[int]:
+        """The pc where the instruction at exactly this address starts (None: no instruction there)."""
+        return self.first_pc.get(address)
+
+    def start_of(self, pc: int) -> int:
+        """The pc where the instruction holding pc starts (pc itself for PTX)."""
+        return self.first_pc[self.addresses[pc]]
+
+    def starts_instruction(self, pc: int) -> bool:
+        return self.start_of(pc) == pc
+
+    def last(self) -> int:
+        return self.ordered[-1] if self.ordered else 0
+
+    def from_address(self, address: int, count: int) -> List[int]:
+        """Start pcs of `count` instructions from the one holding address."""
+        if not self.ordered or address >= self.ordered[-1] + self.spacing:
+            return []
+        index = max(bisect_right(self.ordered, address) - 1, 0)
+        return [self.first_pc[where] for where in self.ordered[index:index + count]]
 
 
 def resolve_generic(address: int) -> Tuple[str, int]:
@@ -145,14 +199,21 @@ def _mask(flags: np.ndarray) -> int:
 
 
 class Registers:
-    """PTX registers by name in each function (nvcc reuses names in nested blocks: the nearest use wins)."""
+    """Registers by name in each function: PTX ones (nvcc reuses names in nested blocks: the nearest use wins)
+    or a SASS listing's R, UR, P and UP (the %-named predicates lowering adds stay out of listings)."""
 
     def __init__(self, program: ir.Program):
         self.program = program
+        self.listing = isinstance(program, SassProgram)
         self.uses: Dict[str, Dict[str, List[Tuple[ir.RegInfo, List[int]]]]] = {}
         for instr in program.instrs:
             table = self.uses.setdefault(instr.function, {})
             refs = list(_registers_in(instr.operands))
+            plan = instr.info.get("sass")
+            if plan is not None:
+                refs.extend(_registers_in(plan.dests + plan.sources))
+                if plan.guard is not None:
+                    refs.append(plan.guard[0])
             if instr.guard is not None:
                 refs.append(instr.guard[0])
             for reg in refs:
@@ -183,27 +244,42 @@ class Registers:
         seen = {}
         for entries in self.uses.get(function, {}).values():
             for reg, _ in entries:
-                seen[reg.index] = reg
+                if self.shown(reg):
+                    seen[reg.index] = reg
         return [seen[index] for index in sorted(seen)]
 
     def names(self) -> List[str]:
-        return sorted({reg.name for reg in self.program.registers})
+        return sorted({reg.name for reg in self.program.registers if self.shown(reg)})
+
+    def shown(self, reg: ir.RegInfo) -> bool:
+        """Whether the register is the program's own (not one that SASS lowering made up)."""
+        return not (self.listing and reg.name.startswith("%"))
 
 
 def _registers_in(operands):
+    """The registers PTX and SASS operands name (RZ, PT and sinks name none)."""
     for ref in operands:
         if isinstance(ref, ir.RegRef):
             yield ref.reg
         elif isinstance(ref, ir.VecRef):
             yield from _registers_in(ref.items)
         elif isinstance(ref, ir.PredPairRef):
-            yield ref.first.reg
-            if ref.second is not None:
-                yield ref.second.reg
+            yield from _registers_in((ref.first, ref.second))
         elif isinstance(ref, ir.NotRef):
-            yield ref.reg.reg
-        elif isinstance(ref, ir.AddrRef) and ref.base is not None:
-            yield ref.base.reg
+            yield from _registers_in((ref.reg,))
+        elif isinstance(ref, ir.AddrRef):
+            yield from _registers_in((ref.base,))
+        elif isinstance(ref, Value):
+            yield from (reg for reg in ref.regs if reg is not None)
+        elif isinstance(ref, Pred):
+            if ref.reg is not None:
+                yield ref.reg
+        elif isinstance(ref, SignBit):
+            yield from _registers_in((ref.value,))
+        elif isinstance(ref, Address):
+            yield from _registers_in((ref.base, ref.uniform))
+        elif isinstance(ref, ConstWord):
+            yield from _registers_in((ref.index,))
 
 
 def typed_values(storage: np.ndarray, type_name: str, lanes) -> np.ndarray:
