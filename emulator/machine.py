@@ -295,20 +295,24 @@ class Batch:
         rotating = False
         if self._rotate_pending:
             self._rotate_pending = False
-            candidates = rpc[(rpc > self._rotation_cursor) & (rpc != INF)]
+            runnable = rpc != INF
+            if self.per_warp_barriers:
+                runnable &= self._at_lowest_pc_of_warp()
+            candidates = rpc[(rpc > self._rotation_cursor) & runnable]
             if len(candidates) == 0:
-                candidates = rpc[rpc != INF]
+                candidates = rpc[runnable]
             if len(candidates):
                 pc = int(candidates.min())
                 self._rotation_cursor = pc
                 rotating = True
             else:
                 return None
+            mask = (rpc == pc) & runnable
         else:
             pc = int(rpc.min())
             if pc == INF:
                 return None
-        mask = rpc == pc
+            mask = rpc == pc
         count = int(np.count_nonzero(mask))
         if count == self.n:
             sel = ALL
@@ -317,8 +321,21 @@ class Batch:
             sel = np.flatnonzero(mask)
             others = int(np.min(rpc, where=~mask, initial=INF))
             if rotating:
-                others = INF
+                others = self._sibling_pc(sel, mask) if self.per_warp_barriers else INF
         return pc, sel, others, rotating
+
+    def _at_lowest_pc_of_warp(self) -> np.ndarray:
+        """Per thread, whether it sits at the lowest pc of its warp: the only group a pre-Volta warp runs
+        (its SIMT stack runs one path until the others rejoin it)."""
+        lowest = self.rpc.reshape(-1, 32).min(axis=1)
+        return self.rpc == np.repeat(lowest, 32)
+
+    def _sibling_pc(self, sel: np.ndarray, mask: np.ndarray) -> int:
+        """The lowest pc of the other lanes of sel's warps: where a rotated pre-Volta group stops so that
+        those lanes rejoin it before it goes on (to a barrier that counts the warp once, for one)."""
+        warps = np.unique(sel >> 5)
+        lanes = (warps[:, None] * 32 + np.arange(32)).reshape(-1)
+        return int(np.min(self.rpc[lanes], where=~mask[lanes], initial=INF))
 
     _rotate_pending = False
     _current_pc = 0

@@ -55,7 +55,11 @@ class _WarpPolicy:
 
     def _rotate_if_spinning(self, batch, warp: int, pcs: np.ndarray, pc: int) -> int:
         """A group that keeps looping while sibling lanes wait (an intra-warp lock) lets the next
-        group up run one instruction every SPIN_ROTATE iterations, as the machine's own rotation does."""
+        group up run one instruction every SPIN_ROTATE iterations, as the machine's own rotation does.
+        Independent thread scheduling only: a pre-Volta warp runs its lowest group until the others
+        rejoin it (a rotated group could reach a barrier, which counts the warp once, without them)."""
+        if batch.per_warp_barriers:
+            return pc
         if pc <= self.last_pc.get(warp, -1):
             self.backward[warp] = self.backward.get(warp, 0) + 1
             if self.backward[warp] >= SPIN_ROTATE:

@@ -178,3 +178,51 @@ def test_guard_may_name_a_predicate_declared_without_percent_as_cutlass_inline_a
     out = np.zeros(8, np.uint32)
     emulator.load(ptx).kernel("k").launch(1, 8, [out])
     assert out.tolist() == [8, 8, 8, 8, 5, 5, 5, 5]
+
+
+DIVERGENT_LOOP_THEN_SYNC = ROOT_PTX_HEADER + """
+.visible .entry divergent_loop_then_sync(.param .u64 out)
+{
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<3>;
+  .reg .pred %p1;
+  .shared .align 4 .b32 s[64];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 31;
+  mul.lo.u32 %r2, %r2, 10;
+  mov.u32 %r3, 0;
+LOOP:
+  setp.ge.u32 %p1, %r3, %r2;
+  @%p1 bra DONE;
+  add.u32 %r3, %r3, 1;
+  bra LOOP;
+DONE:
+  mov.u32 %r4, s;
+  shl.b32 %r5, %r1, 2;
+  add.u32 %r6, %r4, %r5;
+  st.shared.u32 [%r6], %r3;
+  bar.sync 0;
+  xor.b32 %r7, %r1, 63;
+  shl.b32 %r7, %r7, 2;
+  add.u32 %r8, %r4, %r7;
+  ld.shared.u32 %r9, [%r8];
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd1, %rd1, %rd2;
+  st.global.u32 [%rd1], %r9;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("schedule", ["lockstep", "round-robin", "random"])
+def test_pre_volta_warp_reconverges_after_a_long_divergent_loop_before_its_barrier(schedule):
+    # lane l loops 10 * l times, far more than the backward branches after which the scheduler lets a
+    # waiting group run: a pre-Volta warp still runs its lowest group until the lanes that left the
+    # loop rejoin it, so the barrier (which counts a warp once) sees each warp whole and every thread
+    # reads the count that the mirrored thread of the other warp stored before it
+    from emulator.policies import make_policy
+    out = np.zeros(64, np.uint32)
+    emulator.load(DIVERGENT_LOOP_THEN_SYNC).kernel("divergent_loop_then_sync").launch(
+        1, 64, [out], arch="sm_60", policy=make_policy(schedule, 1, arch=60))
+    assert out.tolist() == [(63 - t) % 32 * 10 for t in range(64)]

@@ -878,3 +878,37 @@ def test_debugger_steps_a_sass_listing_and_undoes_its_register_writes(tmp_path):
     assert "$2 = {" + ", ".join(str(lane % 8) for lane in range(32)) + "}" in output
     assert "$3 = {0 <repeats 32 times>}" in output
     assert "Termination of CUDA Kernel" in output
+
+
+# ---- Fermi lock loops under the warp schedules --------------------------------------------------------------
+
+@pytest.mark.parametrize("block", [64, 256])
+def test_fermi_lock_loop_reconverges_before_the_barrier_under_every_schedule(block):
+    # lanes parked at the LDSLK (another warp holds the word's lock) rejoin their warp at the SSY target,
+    # below the BAR.RED.POPC after the loop: the lanes that took the lock wait there for them, so the
+    # barrier, which pre-Volta counts a warp once, sees every warp whole (parked lanes that resumed
+    # above it, or a rotation of a spinning warp, let part of a warp through and the rest deadlocked)
+    from emulator.policies import make_policy
+    module = emulator.load(SEED / "return32one.sm_20.sass")
+    pin = np.resize(PIN, block).astype(np.int32)
+    expected = pin.copy()
+    expected[0] += block * pin[0]
+    schedules = [("lockstep", 0), ("round-robin", 0)] + [("random", seed) for seed in range(8)]
+    for schedule, seed in schedules:
+        out = np.zeros(block, np.int32)
+        module.kernel("Return32One").launch(1, block, [np.zeros(1, np.int32), out, pin], block * 4,
+                                            policy=make_policy(schedule, seed, arch=20))
+        assert np.array_equal(out, expected), (schedule, seed)
+    out = np.zeros(64, np.int32)
+    module.kernel("Return32One").launch(1, 64, [np.zeros(1, np.int32), out, PIN], 256,
+                                        policy=make_policy("random", 0, arch=20))
+    assert np.array_equal(out, np.load(SEED / "expected" / "Return32One" / "arg1.npy"))
+
+
+def test_fermi_lock_stub_sits_at_the_reconvergence_point_below_the_barrier():
+    program = emulator.load(SEED / "return32one.sm_20.sass").kernel("Return32One").program
+    stub = next(instr for instr in program.instrs if instr.info.get("synthetic") == "lock_stub")
+    park = next(instr for instr in program.instrs if instr.info.get("synthetic") == "lock_stall")
+    barrier = next(instr for instr in program.instrs if instr.info["address"] == 0x80)
+    assert park.target == stub.pc and stub.pc == barrier.pc - 1 and stub.guard == park.guard
+    assert program.instrs[stub.target].info.get("synthetic") == "lock_arbitrate"

@@ -3,8 +3,9 @@ shapes from the SASS table, /*addr*/ branch targets → pcs, Fermi SSY/.S and Ma
 reconvergence, the LDSLK lock arbitration, and return tables for RET.
 
 Expansions (marked instr.info["synthetic"]): an LDSLK becomes lock arbitration, a branch that parks
-lanes whose lock another warp holds or wins (they resume from a stub at the end of the program once
-the warps below them have moved on), and the LDSLK itself; `X.S` and SYNC/BRK/CONT become branches to
+lanes whose lock another warp holds or wins (they resume from a stub at the reconvergence point of the
+SSY around the LDSLK, or at the end of the program without one, once the lanes and warps below them
+have moved on), and the LDSLK itself; `X.S` and SYNC/BRK/CONT become branches to
 the innermost SSY/PBK/PCNT target; RET becomes one compare-and-branch per return address.
 """
 from __future__ import annotations
@@ -149,7 +150,7 @@ class _Lowering:
         self.instrs: List[ir.Instr] = []
         self.address_pc: Dict[int, int] = {}
         self.branches: List[Tuple[ir.Instr, int, S.Instruction]] = []
-        self.stubs: List[Tuple[int, S.Instruction]] = []
+        self.stubs: List[Tuple[ir.Instr, int, S.Instruction, Optional[int]]] = []
         self.const_reads: List[Tuple[int, int]] = []
         self.uses_shared = False
         self.user_banks = set()
@@ -405,13 +406,10 @@ class _Lowering:
         for address, item in self.items:
             if isinstance(item, S.Label):
                 continue
+            self.emit_lock_stubs(address)
             self.address_pc.setdefault(address, len(self.instrs))
             self.lower_instruction(item, address)
-        for park, arbitrate_pc, sass in self.stubs:
-            stub = self.emit(sass, park.info["address"], ir.BRANCH, None, guard=None,
-                             info={"synthetic": "lock_stub"})
-            stub.target = arbitrate_pc
-            park.target = stub.pc
+        self.emit_lock_stubs(None)
         for instr, address, sass in self.branches:
             if address not in self.address_pc:
                 raise self.error(sass, f"branch target {address:#x} is not the address of an instruction")
@@ -421,6 +419,25 @@ class _Lowering:
                                         "EXIT (end of listing)", None, "EXIT", None, ir.EXIT, None, (),
                                         None, {"synthetic": "end"}))
         return self.program()
+
+    def emit_lock_stubs(self, address: Optional[int]) -> None:
+        """The stubs from which parked LDSLK lanes go back to their arbitration: those that rejoin at this
+        address just before its instructions (branches to the address skip them), all that are left when
+        address is None. A stub branches only for lanes its LDSLK parked: the lanes that left the lock loop
+        and reach it with them fall through. At the reconvergence point, below every instruction after it,
+        parked lanes keep the lanes of their warp that left the loop from passing it (a barrier after it,
+        which pre-Volta counts a warp once whatever lanes reach it, in particular) until they have taken
+        their locks, as a Fermi warp waits at its SSY target for all its lanes."""
+        remaining = []
+        for park, arbitrate_pc, sass, rejoin in self.stubs:
+            if address is None or rejoin == address:
+                stub = self.emit(sass, park.info["address"], ir.BRANCH, None, guard=park.guard,
+                                 info={"synthetic": "lock_stub"})
+                stub.target = arbitrate_pc
+                park.target = stub.pc
+            else:
+                remaining.append((park, arbitrate_pc, sass, rejoin))
+        self.stubs = remaining
 
     def lower_instruction(self, sass: S.Instruction, address: int) -> None:
         parts = sass.opcode.split(".")
@@ -678,7 +695,8 @@ class _Lowering:
                           info={"sass": arbitrate, "synthetic": "lock_arbitrate"})
         park = self.emit(sass, address, ir.BRANCH, None, guard=(stall, False),
                          info={"synthetic": "lock_stall"})
-        self.stubs.append((park, first.pc, sass))
+        rejoin = self._innermost("SSY", address)
+        self.stubs.append((park, first.pc, sass, rejoin if rejoin != address else None))
         plan = Plan("lock_load", mods=mods, dests=(target_pred, *dests), sources=(where,), space="shared",
                     width=width)
         self.emit(sass, address, ir.STRAIGHT, decoded, [target_pred, *dests, where],
