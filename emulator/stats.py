@@ -348,8 +348,7 @@ class MemoryStats(Observer):
     # ---- results ----
     def instruction_counters(self, pcs) -> Dict[str, object]:
         """The counters of a set of instructions (a line, a function, the whole kernel) under ncu/nvprof names."""
-        synthetic = self._synthetic
-        pcs = [pc for pc in pcs if pc not in synthetic] if synthetic else list(pcs)
+        pcs = [pc for pc in pcs if pc not in self._synthetic]
         result = self._execution_counters(pcs)
         chosen = set(pcs)
         totals = {kind: [0] * 6 for kind in KINDS}
