@@ -438,12 +438,21 @@ def _vector_count(decoded: Decoded) -> int:
     return int(vec[1:]) if vec else 1
 
 
+def _access_width(batch, instr: ir.Instr, element_bytes: int, count: int) -> int:
+    """Bytes per lane of a load or store; 256-bit accesses are sm_100 PTX, which ptxas refuses for sm_90."""
+    width = element_bytes * count
+    if width > 16:
+        raise batch.lowering_error(instr, f"a {width}-byte access per thread (256-bit load/store) needs sm_100; "
+                                          "gpuemu runs sm_90 PTX, where at most 16 bytes move per thread")
+    return width
+
+
 def build_ld(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     type_name = decoded.type
     t = TYPES[type_name]
     count = _vector_count(decoded)
-    width = t.bytes * count
+    width = _access_width(batch, instr, t.bytes, count)
     dest, address = instr.operands[0], instr.operands[1]
     dests = dest.items if isinstance(dest, ir.VecRef) else (dest,)
     if len(dests) != count:
@@ -489,7 +498,7 @@ def build_st(batch, instr: ir.Instr) -> Callable:
     type_name = decoded.type
     t = TYPES[type_name]
     count = _vector_count(decoded)
-    width = t.bytes * count
+    width = _access_width(batch, instr, t.bytes, count)
     address, source = instr.operands[0], instr.operands[1]
     sources = source.items if isinstance(source, ir.VecRef) else (source,)
     if len(sources) != count:
@@ -522,10 +531,12 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
     operands = instr.operands
     if has_dest:
         dest, address, rest = operands[0], operands[1], operands[2:]
-        write = writer(batch, dest, type_name)
     else:
-        address, rest = operands[0], operands[1:]
-        write = None
+        dest, address, rest = None, operands[0], operands[1:]
+    count = _vector_count(decoded)
+    if count > 1:
+        return _build_vector_atom(batch, instr, op, dest, address, rest, count)
+    write = writer(batch, dest, type_name) if dest is not None else None
     reads = [reader(batch, ref, type_name) for ref in rest]
     if op == "cas" and len(reads) != 2 or op != "cas" and len(reads) != 1:
         raise batch.lowering_error(instr, "wrong number of operands")
@@ -548,6 +559,46 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
             raise _memory_fault(batch, instr, fault, sel) from None
         if write is not None:
             write(sel, old)
+    return guarded(batch, instr, execute)
+
+
+def _build_vector_atom(batch, instr: ir.Instr, op: str, dest, address, rest, count: int) -> Callable:
+    """atom/red .v2/.v4/.v8 (sm_90 global float vectors): each element is its own atomic operation on
+    consecutive elements; the vector as a whole must be aligned to its size, as a vector load's."""
+    decoded = instr.decoded
+    type_name = decoded.type
+    sources = rest[0].items if len(rest) == 1 and isinstance(rest[0], ir.VecRef) else ()
+    dests = dest.items if isinstance(dest, ir.VecRef) else ()
+    if op == "cas" or len(sources) != count or (dest is not None and len(dests) != count):
+        raise batch.lowering_error(instr, f"a .v{count} atomic takes {count} source registers"
+                                          + (f" and {count} destinations" if dest is not None else ""))
+    reads = [reader(batch, ref, type_name) for ref in sources]
+    writes = [writer(batch, ref, type_name) for ref in dests]
+    plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
+    memory = batch.memory
+    observe = batch.observer
+    size = TYPES[type_name].bytes
+    width = size * count
+
+    def execute(sel):
+        space, addresses, threads = plan.addresses(sel)
+        n = len(addresses)
+        if observe is not None:
+            observe.memory(batch, instr, "atomic", space, addresses, threads, width)
+        misaligned = np.flatnonzero(addresses & np.uint64(width - 1))
+        if len(misaligned):
+            lane = int(misaligned[0])
+            fault = DeviceFault("misaligned", space, "atomic", width, int(addresses[lane]), lane,
+                                f"Address {int(addresses[lane]):#x} is misaligned")
+            raise _memory_fault(batch, instr, fault, sel)
+        for element, read in enumerate(reads):
+            try:
+                old = memory.atomic(space, op, type_name, addresses + np.uint64(element * size), threads,
+                                    np.broadcast_to(read(sel), (n,)), None)
+            except DeviceFault as fault:
+                raise _memory_fault(batch, instr, fault, sel) from None
+            if writes:
+                writes[element](sel, old)
     return guarded(batch, instr, execute)
 
 

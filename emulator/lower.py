@@ -27,6 +27,9 @@ SPECIAL_REGISTERS = {
     "%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid", "%cluster_ctarank",
     "%cluster_nctarank", "%is_explicit_cluster",
 } | {f"%envreg{i}" for i in range(32)} | {f"%pm{i}" for i in range(8)} | {f"%pm{i}_64" for i in range(8)}
+#: the .v4 special registers, read one component at a time (.w is always 0)
+VECTOR_SPECIAL_REGISTERS = {"%tid", "%ntid", "%ctaid", "%nctaid", "%clusterid", "%nclusterid", "%cluster_ctaid",
+                            "%cluster_nctaid"}
 
 _CONTROL = {"bra": ir.BRANCH, "exit": ir.EXIT, "ret": ir.RETURN, "bar": ir.BARRIER, "barrier": ir.BARRIER,
             "call": ir.CALL, "trap": ir.TRAP, "brkpt": ir.TRAP}
@@ -472,8 +475,12 @@ class KernelLowering:
         raise self.error(syntax.pos, f"operand {operand} is not allowed here")
 
     def _reg_operand(self, name: str, syntax: S.Instruction, scope: _Scope):
-        base = name.split(".")[0]
+        base, _, component = name.partition(".")
         if base in SPECIAL_REGISTERS:
+            if base in VECTOR_SPECIAL_REGISTERS and component not in ("x", "y", "z", "w"):
+                raise self.error(syntax.pos, f"'{name}': {base} is a vector; name its .x, .y, .z or .w")
+            if base not in VECTOR_SPECIAL_REGISTERS and component:
+                raise self.error(syntax.pos, f"'{name}': {base} has no components")
             return ir.SpecialRef(name[1:])
         reg = scope.register(name)
         if reg is None:

@@ -128,6 +128,8 @@ class Batch:
     def _make_special(self, name: str):
         launch = self.launch
         base, _, component = name.partition(".")
+        if component == "w":
+            return np.uint32(0)
         axis = "xyz".index(component) if component else 0
         gx, gy, gz = launch.grid
         if name in self.layout.specials:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import emulator
-from emulator.errors import DeviceError
+from emulator.errors import DeviceError, PTXSemanticError
 
 KERNELS = Path(__file__).parent / "kernels" / "machine.ptx"
 ROOT_PTX_HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -226,3 +226,84 @@ def test_pre_volta_warp_reconverges_after_a_long_divergent_loop_before_its_barri
     emulator.load(DIVERGENT_LOOP_THEN_SYNC).kernel("divergent_loop_then_sync").launch(
         1, 64, [out], arch="sm_60", policy=make_policy(schedule, 1, arch=60))
     assert out.tolist() == [(63 - t) % 32 * 10 for t in range(64)]
+
+
+VECTOR_ATOMICS = """.version 8.1
+.target sm_90
+.address_size 64
+.visible .entry vectorAtomics(.param .u64 sums, .param .u64 olds, .param .u64 halves, .param .u32 offset)
+{
+    .reg .u32 %r<4>;
+    .reg .u64 %rd<8>;
+    .reg .f32 %f<8>;
+    .reg .b32 %h<4>;
+    ld.param.u64 %rd1, [sums];
+    ld.param.u64 %rd2, [olds];
+    ld.param.u64 %rd3, [halves];
+    ld.param.u32 %r1, [offset];
+    cvt.u64.u32 %rd4, %r1;
+    add.u64 %rd1, %rd1, %rd4;
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd5, %r2, 8;
+    add.u64 %rd2, %rd2, %rd5;
+    mov.f32 %f1, 0f3F800000;
+    mov.f32 %f2, 0f40000000;
+    mov.f32 %f3, 0f40400000;
+    mov.f32 %f4, 0f40800000;
+    red.global.add.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};
+    atom.global.v2.f32.add {%f5, %f6}, [%rd1+16], {%f1, %f2};
+    st.global.v2.f32 [%rd2], {%f5, %f6};
+    mov.b32 %h1, 0x3C003C00;
+    atom.global.add.noftz.v2.f16x2 {%h2, %h3}, [%rd3], {%h1, %h1};
+    ret;
+}
+"""
+
+
+def test_vector_float_atomics_add_each_element_and_return_the_old_vector():
+    sums, olds, halves = np.zeros(8, np.float32), np.zeros((64, 2), np.float32), np.zeros(4, np.float16)
+    emulator.load(VECTOR_ATOMICS).kernel("vectorAtomics").launch(1, 64, [sums, olds, halves, np.uint32(0)])
+    assert sums.tolist() == [64.0, 128.0, 192.0, 256.0, 64.0, 128.0, 0.0, 0.0]
+    # every lane saw the pair as some number of earlier lanes had left it
+    assert sorted(olds[:, 0].tolist()) == list(range(64)) and (olds[:, 1] == 2 * olds[:, 0]).all()
+    assert halves.tolist() == [64.0, 64.0, 64.0, 64.0]
+
+
+def test_vector_atomic_off_its_vector_alignment_is_a_misaligned_address():
+    buffers = [np.zeros(16, np.float32), np.zeros((64, 2), np.float32), np.zeros(4, np.float16)]
+    with pytest.raises(DeviceError) as info:
+        emulator.load(VECTOR_ATOMICS).kernel("vectorAtomics").launch(1, 32, buffers + [np.uint32(8)])
+    assert info.value.cuda_error == "CUDA_ERROR_MISALIGNED_ADDRESS" and "red.global.add.v4.f32" in str(info.value)
+
+
+SPECIAL_KERNEL = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p)
+{{
+    .reg .u32 %r<4>;
+    .reg .u64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    {line}
+    st.global.u32 [%rd1], %r1;
+    ret;
+}}
+"""
+
+
+def test_fourth_component_of_a_vector_special_register_reads_zero():
+    out = np.full(1, 7, np.uint32)
+    emulator.load(SPECIAL_KERNEL.format(line="mov.u32 %r1, %tid.w;")).kernel("k").launch(1, 5, [out])
+    assert out.tolist() == [0]
+
+
+@pytest.mark.parametrize("line, message", [
+    ("mov.u32 %r1, %ctaid;", "9:5: error: '%ctaid': %ctaid is a vector; name its .x, .y, .z or .w"),
+    ("mov.u32 %r1, %laneid.x;", "9:5: error: '%laneid.x': %laneid has no components"),
+    ("ld.global.v8.u32 {%r1, %r1, %r1, %r1, %r1, %r1, %r1, %r1}, [%rd1];",
+     "9:5: error: a 32-byte access per thread (256-bit load/store) needs sm_100"),
+])
+def test_special_register_components_and_256_bit_accesses_are_checked_with_their_line(line, message):
+    with pytest.raises(PTXSemanticError) as info:
+        emulator.load(SPECIAL_KERNEL.format(line=line)).kernel("k").launch(1, 1, [np.zeros(8, np.uint32)])
+    assert str(info.value).startswith(f"<ptx>:{message}")
