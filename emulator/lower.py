@@ -251,6 +251,8 @@ class KernelLowering:
         if decl.type not in TYPES:
             raise self.error(decl.pos, f"registers of type .{decl.type} are not supported")
         for name, count in decl.names:
+            if (name in scope.registers) if count is None else (name in scope.ranges):
+                raise self.error(decl.pos, f"duplicate definition of register {name}{'' if count is None else '<>'}")
             if count is None:
                 scope.registers[name] = self._new_register(name, decl.type)
             else:

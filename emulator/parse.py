@@ -74,12 +74,23 @@ def _hex_float(text: str, kind: str) -> S.Imm:
     return S.Imm(kind, bits)
 
 
+class _TokenError(Exception):
+    """A transformer's complaint about one token, reported at the token's line and column."""
+
+    def __init__(self, token: Token, message: str):
+        super().__init__(message)
+        self.line, self.col = token.line, token.column
+
+
 class _ToSyntax(Transformer):
     """Builds frozen dataclasses bottom-up; positions come from the tokens."""
 
     # ---- numbers and operands ----
     def int_imm(self, items):
-        return S.Imm("int", _int(items[0]))
+        value = _int(items[0])
+        if not -(1 << 63) <= value < 1 << 64:
+            raise _TokenError(items[0], f"constant {items[0]} does not fit in 64 bits")
+        return S.Imm("int", value)
 
     def f32_imm(self, items):
         return _hex_float(str(items[0]), "f32")
@@ -411,6 +422,8 @@ def parse(text: str, source: str = "<ptx>") -> S.Module:
     except UnexpectedInput as error:
         raise syntax_error(_parser(), _TERMINAL_WORDS, source, text, error) from None
     except VisitError as error:
+        if isinstance(error.orig_exc, _TokenError):
+            raise PTXSyntaxError(source, error.orig_exc.line, error.orig_exc.col, str(error.orig_exc)) from None
         raise PTXSyntaxError(source, 1, 1, f"cannot read PTX: {error.orig_exc}") from None
     except RecursionError:
         raise PTXSyntaxError(source, 1, 1, "PTX nests too deeply") from None
@@ -435,6 +448,18 @@ def parse(text: str, source: str = "<ptx>") -> S.Module:
             address_size = item[1]
         elif item[0] == "file":
             files.append(item[1])
+    if address_size != 64:
+        line, col = next(((number, text_line.index(".address_size") + 1)
+                          for number, text_line in enumerate(text.splitlines(), 1) if ".address_size" in text_line),
+                         (1, 1))
+        raise PTXSyntaxError(source, line, col, f".address_size {address_size}: gpuemu runs 64-bit PTX only")
+    defined = set()
+    for function in functions:
+        if function.body is not None:
+            if function.name in defined:
+                raise PTXSyntaxError(source, function.pos.line, function.pos.col,
+                                     f"duplicate definition of function '{function.name}'")
+            defined.add(function.name)
     return S.Module(source, version, target, address_size, tuple(variables), tuple(functions),
                     tuple(files), tuple(text.splitlines()))
 

@@ -307,3 +307,9 @@ def test_special_register_components_and_256_bit_accesses_are_checked_with_their
     with pytest.raises(PTXSemanticError) as info:
         emulator.load(SPECIAL_KERNEL.format(line=line)).kernel("k").launch(1, 1, [np.zeros(8, np.uint32)])
     assert str(info.value).startswith(f"<ptx>:{message}")
+
+
+def test_a_register_declared_twice_in_one_block_is_refused_at_its_declaration():
+    text = ROOT_PTX_HEADER + ".visible .entry k()\n{\n.reg .u32 %r<4>;\n.reg .u32 %r<4>;\nret;\n}\n"
+    with pytest.raises(PTXSemanticError, match=r"^<ptx>:7:\d+: error: duplicate definition of register %r<>$"):
+        emulator.load(text).kernel("k").launch(1, 1, [])

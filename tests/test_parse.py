@@ -119,3 +119,17 @@ def test_stray_character_is_reported_with_its_text():
     with pytest.raises(PTXSyntaxError) as info:
         body("add.s32 %r1, %r2, #3;")
     assert "'#'" in str(info.value) and "t.ptx:6:19:" in str(info.value)
+
+
+@pytest.mark.parametrize("text, where, message", [
+    (HEADER + ".visible .entry k()\n{\nret;\n}\n.visible .entry k()\n{\nret;\n}\n", "8:10",
+     "duplicate definition of function 'k'"),
+    (HEADER + ".visible .entry k()\n{\n.reg .u32 %r<2>;\nmov.u32 %r1, 99999999999999999999;\nret;\n}\n", "7:14",
+     "constant 99999999999999999999 does not fit in 64 bits"),
+    (".version 8.0\n.target sm_90\n.address_size 32\n.visible .entry k()\n{\nret;\n}\n", "3:1",
+     ".address_size 32: gpuemu runs 64-bit PTX only"),
+])
+def test_ptx_that_ptxas_refuses_is_refused_at_its_line(text, where, message):
+    with pytest.raises(PTXSyntaxError) as info:
+        parse(text, "k.ptx")
+    assert str(info.value) == f"k.ptx:{where}: error: {message}"
