@@ -87,9 +87,14 @@ class _ToSyntax(Transformer):
 
     # ---- numbers and operands ----
     def int_imm(self, items):
-        value = _int(items[0])
+        token = str(items[0])
+        shown = token if len(token) <= 40 else f"{token[:20]}...({len(token)} characters)"
+        try:
+            value = _int(token)
+        except ValueError:  # more digits than Python converts
+            value = 1 << 64
         if not -(1 << 63) <= value < 1 << 64:
-            raise _TokenError(items[0], f"constant {items[0]} does not fit in 64 bits")
+            raise _TokenError(items[0], f"constant {shown} does not fit in 64 bits")
         return S.Imm("int", value)
 
     def f32_imm(self, items):
@@ -416,6 +421,8 @@ def syntax_error(parser: Lark, terminal_words: Dict[str, str], source: str, text
 
 def parse(text: str, source: str = "<ptx>") -> S.Module:
     """Parse PTX text into a syntax tree; raise PTXSyntaxError (file:line:col) on bad input."""
+    if text.startswith("\ufeff"):  # a byte-order mark some editors write first
+        text = text[1:]
     try:
         tree = _parser().parse(text)
         items = _ToSyntax().transform(tree).children

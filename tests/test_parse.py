@@ -133,3 +133,14 @@ def test_ptx_that_ptxas_refuses_is_refused_at_its_line(text, where, message):
     with pytest.raises(PTXSyntaxError) as info:
         parse(text, "k.ptx")
     assert str(info.value) == f"k.ptx:{where}: error: {message}"
+
+
+def test_a_constant_of_more_digits_than_python_converts_is_refused_at_its_token():
+    text = HEADER + ".visible .entry k()\n{\n.reg .u32 %r<2>;\nmov.u32 %r1, " + "9" * 10000 + ";\nret;\n}\n"
+    with pytest.raises(PTXSyntaxError, match=r"^k\.ptx:7:14: error: constant 9{20}\.\.\.\(10000 characters\) does"):
+        parse(text, "k.ptx")
+
+
+def test_a_byte_order_mark_before_the_ptx_is_skipped():
+    module = parse("\ufeff" + HEADER + ".visible .entry k()\n{\nret;\n}\n", "k.ptx")
+    assert [function.name for function in module.functions] == ["k"]
