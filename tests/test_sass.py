@@ -912,3 +912,10 @@ def test_fermi_lock_stub_sits_at_the_reconvergence_point_below_the_barrier():
     barrier = next(instr for instr in program.instrs if instr.info["address"] == 0x80)
     assert park.target == stub.pc and stub.pc == barrier.pc - 1 and stub.guard == park.guard
     assert program.instrs[stub.target].info.get("synthetic") == "lock_arbitrate"
+
+
+@pytest.mark.parametrize("bank", ["c[0x0]", "c[0x12]", "c[0x99]"])
+def test_constant_banks_outside_1_to_17_are_refused(bank):
+    module = Module(COEFFICIENT_LISTING, "picky.sass")
+    with pytest.raises(UsageError, match=r"banks 1 to 17 hold 65536 bytes each"):
+        module.set_symbol(bank, np.zeros(4, np.uint32))

@@ -14,6 +14,9 @@ from .executors import BANK_BYTES  # importing executors registers the 'sass' op
 from .lower import SassProgram, lower_function
 from .parse import parse_listing
 
+#: constant banks c[0x0] .. c[0x11], as cuobjdump numbers them (sm_70 on; Fermi's 16 fit inside)
+CONSTANT_BANKS = 18
+
 _BANK_NAME = re.compile(r"^c\[?\s*(0x[0-9a-fA-F]+|\d+)\s*\]?(?:\[\s*(0x[0-9a-fA-F]+|\d+)\s*\])?$")
 
 
@@ -77,7 +80,7 @@ class SassModule(Module):
         bank = int(match.group(1), 0)
         offset = int(match.group(2), 0) if match.group(2) else 0
         raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-        if bank == 0 or offset + raw.size > BANK_BYTES:
-            raise UsageError(f"{raw.size} bytes at {offset:#x} do not fit constant bank {bank} "
-                             f"(bank 0 belongs to the launch; banks hold {BANK_BYTES} bytes)")
+        if not 0 < bank < CONSTANT_BANKS or offset + raw.size > BANK_BYTES:
+            raise UsageError(f"{raw.size} bytes at {offset:#x} do not fit constant bank {bank} (banks 1 to "
+                             f"{CONSTANT_BANKS - 1} hold {BANK_BYTES} bytes each; bank 0 belongs to the launch)")
         self.banks.setdefault(bank, np.zeros(BANK_BYTES, dtype=np.uint8))[offset:offset + raw.size] = raw
