@@ -117,7 +117,8 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-dynamic-shared", type=lambda s: int(s, 0), default=None,
                         help="opt in to more than 48 KB of dynamic shared memory (cudaFuncSetAttribute)")
     parser.add_argument("--arg", action="append", default=[], metavar="SPEC",
-                        help="kernel argument in parameter order: @file.npy, zeros:DTYPE:COUNT or DTYPE:VALUE")
+                        help="kernel argument in parameter order: @file.npy, zeros:DTYPE:COUNT, DTYPE:VALUE or "
+                             "bytes:HEX (a struct by value)")
     parser.add_argument("--const", action="append", default=[], metavar="NAME=@file.npy",
                         help="set a __constant__ (or __device__) symbol before the launch")
     parser.add_argument("--max-steps", type=positive_int, default=None,
