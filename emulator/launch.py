@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import reprlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -56,22 +57,65 @@ def plain_name(mangled: str) -> str:
 
 
 def arch_number(arch: Union[str, int]) -> int:
-    """`sm_60` → 60, `sm_90a` → 90; a number stays a number."""
-    if isinstance(arch, (int, np.integer)):
-        return int(arch)
-    match = re.fullmatch(r"(?:sm_|compute_)?(\d+)[af]?", str(arch).strip())
-    if not match or not 10 <= int(match.group(1)) < 1000:
+    """`sm_60` → 60, `sm_90a` → 90, 90 → 90; anything outside 10..999 is refused."""
+    if is_integer(arch):
+        number = int(arch)
+    else:
+        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)[af]?", str(arch).strip())
+        number = int(match.group(1)) if match else 0
+    if not 10 <= number < 1000:
         raise UsageError(f"architecture '{arch}' is not sm_NN (for example sm_60 or sm_90)")
-    return int(match.group(1))
+    return number
 
 
-def dim3(value) -> Tuple[int, int, int]:
-    if isinstance(value, (int, np.integer)):
+def is_integer(value) -> bool:
+    """A Python or numpy integer, not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def describe_value(value) -> str:
+    """A short `type value` text for error messages: `str '64'`, `float 4.9`, `None`."""
+    if value is None:
+        return "None"
+    return f"{type(value).__name__} {_SHORT_REPR.repr(value)}"
+
+
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxstring = _SHORT_REPR.maxother = 40
+
+
+def dim3(value, what: str = "dimensions") -> Tuple[int, int, int]:
+    """An integer or 1 to 3 integers as (x, y, z); what names the value (grid, block) in the error."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if is_integer(value):
         return (int(value), 1, 1)
-    items = [int(v) for v in value]
-    if not 1 <= len(items) <= 3:
-        raise LaunchError("CUDA_ERROR_INVALID_VALUE", f"dimensions {value} must have 1 to 3 components")
-    return tuple(items + [1] * (3 - len(items)))
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)):
+        raise LaunchError("CUDA_ERROR_INVALID_VALUE",
+                          f"{what} {describe_value(value)} must be an integer or a tuple of 1 to 3 integers")
+    if not 1 <= len(value) <= 3:
+        raise LaunchError("CUDA_ERROR_INVALID_VALUE", f"{what} {value} must have 1 to 3 components")
+    for item in value:
+        if not is_integer(item):
+            raise LaunchError("CUDA_ERROR_INVALID_VALUE",
+                              f"{what} {value} must be 1 to 3 integers, not {describe_value(item)}")
+    return tuple([int(v) for v in value] + [1] * (3 - len(value)))
+
+
+def native_dtype(dtype: np.dtype) -> np.dtype:
+    """dtype in the host's byte order: how the device holds the elements of a big-endian array."""
+    return dtype if dtype.isnative else dtype.newbyteorder("=")
+
+
+def symbol_bytes(name: str, data) -> np.ndarray:
+    """The bytes a cudaMemcpyToSymbol of data (an array, a number or a list of numbers) would copy."""
+    try:
+        array = np.asarray(data)
+    except ValueError:
+        array = None
+    if array is None or array.dtype.hasobject or array.dtype.kind == "U":
+        raise UsageError(f"symbol '{name}' takes a numpy array or numbers, not {describe_value(data)}")
+    return np.ascontiguousarray(array, dtype=native_dtype(array.dtype)).reshape(-1).view(np.uint8)
 
 
 @dataclass
@@ -224,7 +268,7 @@ class Module:
 
     def set_symbol(self, name: str, data: np.ndarray) -> None:
         address, size = self.global_address(name)
-        raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        raw = symbol_bytes(name, data)
         if raw.size > size:
             raise UsageError(f"{raw.size} bytes do not fit symbol '{name}' of {size} bytes")
         self.device.memory.write(address, raw)
@@ -291,7 +335,7 @@ class Kernel:
         scheduling policy object with select(batch) (and optionally turn_limit) replacing the default
         lowest-pc-first choice of the next group of threads. arch and spin_limit default to the device's.
         progress: called with (CTAs done, CTAs in all) after each batch of CTAs."""
-        launch = Launch(self, dim3(grid), dim3(block), int(shared), observer=observer, policy=policy,
+        launch = Launch(self, dim3(grid, "grid"), dim3(block, "block"), shared, observer=observer, policy=policy,
                         max_dynamic_shared=max_dynamic_shared, arch=arch, spin_limit=spin_limit)
         return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress)
 
@@ -311,7 +355,10 @@ class Launch:
         self.device = kernel.module.device
         self.memory = self.device.memory
         self.grid, self.block = grid, block
-        self.dynamic_shared = dynamic_shared
+        if not is_integer(dynamic_shared):
+            raise LaunchError("CUDA_ERROR_INVALID_VALUE", f"dynamic shared memory size "
+                              f"{describe_value(dynamic_shared)} must be an integer number of bytes")
+        self.dynamic_shared = int(dynamic_shared)
         self.observer = observer
         self.policy = policy
         self.arch = arch_number(arch) if arch is not None else self.device.arch
@@ -320,7 +367,7 @@ class Launch:
         self.fault_sink = False
         self.const_base = kernel.module.const_base
         self.const_size = kernel.module.const_size
-        self.shared_bytes = self.program.static_shared + dynamic_shared
+        self.shared_bytes = self.program.static_shared + self.dynamic_shared
         self.device.launches += 1
         self.grid_id = self.device.launches
         self._layouts: Dict[int, BatchLayout] = {}
@@ -384,47 +431,87 @@ class Launch:
             raise LaunchError("CUDA_ERROR_INVALID_VALUE", f"{self.program.param_bytes} bytes of parameters")
 
     # ---- parameters ----
-    def _parameter_buffer(self, args: list) -> Tuple[np.ndarray, list]:
+    def _parameter_buffer(self, args: list) -> Tuple[np.ndarray, List["HostRegion"]]:
+        """The parameter bytes, and the host arrays copied into device memory for them (not yet freed)."""
         params = self.program.params
         name = plain_name(self.program.name)
         if len(args) != len(params):
             raise UsageError(f"{name} takes {len(params)} arguments, {len(args)} given")
         buffer = np.zeros(max(self.program.param_bytes, 1), dtype=np.uint8)
-        copies = []
-        self.memory.reserve(sum(arg.nbytes + 256 for arg in args if isinstance(arg, np.ndarray)))
+        arrays: Dict[int, np.ndarray] = {}
         for index, (param, arg) in enumerate(zip(params, args)):
             if isinstance(arg, np.ndarray):
-                if param.size != 8:
-                    raise UsageError(f"argument {index} is a buffer but parameter {param.name} is "
-                                     f".{param.type} ({param.size} bytes), not a 64-bit pointer")
-                data = np.ascontiguousarray(arg)
-                address = self.memory.alloc(max(data.nbytes, 1), name=f"arg{index}")
-                self.memory.write(address, data.view(np.uint8).reshape(-1))
-                copies.append((arg, address, data.nbytes))
-                raw = np.array([address], dtype=np.uint64).view(np.uint8)
-            elif isinstance(arg, DevicePointer):
-                raw = np.array([int(arg)], dtype=np.uint64).view(np.uint8)
+                self._check_buffer(index, param, arg)
+                arrays[index] = arg
             else:
-                value = arg if isinstance(arg, np.generic) else self._python_scalar(arg, param)
-                raw = np.array([value]).view(np.uint8)
-                if raw.size != param.size:
-                    raise UsageError(f"argument {index} is {value.dtype.name} ({raw.size} bytes) but parameter "
-                                     f"{param.name} is .{param.type} ({param.size} bytes)")
-            buffer[param.offset:param.offset + raw.size] = raw
-        return buffer, copies
+                raw = self._scalar_bytes(index, param, arg)
+                buffer[param.offset:param.offset + raw.size] = raw
+        regions = host_regions(arrays, lambda index: self._argument_name(index, params[index]))
+        self.memory.reserve(sum(region.nbytes + 256 for region in regions))
+        for region in regions:
+            region.copy_in(self.memory)
+            for index, offset in region.pointers.items():
+                raw = np.array([region.address + offset], dtype=np.uint64).view(np.uint8)
+                buffer[params[index].offset:params[index].offset + 8] = raw
+        return buffer, regions
+
+    def _argument_name(self, index: int, param: ir.KernelParam) -> str:
+        return f"argument {index} ({param.name}, .{param.type}) of {plain_name(self.program.name)}"
+
+    def _check_buffer(self, index: int, param: ir.KernelParam, array: np.ndarray) -> None:
+        if param.size != 8:
+            raise UsageError(f"argument {index} is a buffer but parameter {param.name} is "
+                             f".{param.type} ({param.size} bytes), not a 64-bit pointer")
+        if array.dtype.hasobject:
+            raise UsageError(f"{self._argument_name(index, param)} is an array of Python objects ({array.dtype}); "
+                             f"pass an array of numbers")
+
+    def _scalar_bytes(self, index: int, param: ir.KernelParam, value) -> np.ndarray:
+        """The bytes of a scalar argument: a DevicePointer, a numpy scalar (its own bytes) or a Python number."""
+        if isinstance(value, DevicePointer):
+            if param.size != 8:
+                raise UsageError(f"{self._argument_name(index, param)} is not a 64-bit pointer but is given "
+                                 f"a DevicePointer")
+            return np.array([int(value)], dtype=np.uint64).view(np.uint8)
+        if isinstance(value, np.generic):
+            if value.dtype.kind in "OSU":
+                raise UsageError(f"{self._argument_name(index, param)} expects a number, "
+                                 f"not {describe_value(value)}")
+            raw = np.array([value]).view(np.uint8)
+            if raw.size != param.size:
+                raise UsageError(f"argument {index} is {value.dtype.name} ({raw.size} bytes) but parameter "
+                                 f"{param.name} is .{param.type} ({param.size} bytes)")
+            return raw
+        return np.array([self._python_scalar(value, param, self._argument_name(index, param))]).view(np.uint8)
 
     @staticmethod
-    def _python_scalar(value, param: ir.KernelParam):
+    def _python_scalar(value, param: ir.KernelParam, where: str):
+        """A Python number as the parameter's type: integers for integer and raw-bit parameters (floats such
+        as 8.0 are refused, never truncated), integers or floats for .f32/.f64."""
         t = TYPES.get(param.type)
         if t is None or t.kind == "pred":
             raise UsageError(f"cannot pass a Python scalar for parameter {param.name} (.{param.type})")
+        if isinstance(value, (list, tuple)) and t.bits == 64:
+            raise UsageError(f"{where} is given {describe_value(value)}: pass buffers as numpy arrays "
+                             f"(np.asarray(values, dtype=...))")
         if t.kind == "float":
-            return t.dtype.type(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                try:
+                    return t.dtype.type(float(value))
+                except OverflowError:
+                    pass
+            raise UsageError(f"{where} expects a number, not {describe_value(value)}")
+        if not isinstance(value, int):
+            wanted = "a numpy array (for a pointer) or an integer" if t.bits == 64 else "an integer"
+            raise UsageError(f"{where} expects {wanted} (a Python int or numpy integer; floats are refused, "
+                             f"not truncated), not {describe_value(value)}")
         mask = (1 << t.bits) - 1
         return np.array(int(value) & mask, dtype=np.dtype(f"u{t.bytes}")).view(t.dtype)[()]
 
     # ---- running ----
     def run(self, args: list, *, max_steps: int, batch_bytes: int, progress=None) -> LaunchStats:
+        if not is_integer(max_steps) or max_steps < 1:
+            raise UsageError(f"max_steps must be a positive integer, not {describe_value(max_steps)}")
         start = time.perf_counter()
         buffer, copies = self._parameter_buffer(args)
         self.param_base = self.memory.alloc(buffer.size, kind="param", name="__params__")
@@ -466,12 +553,11 @@ class Launch:
                 cta += count
                 if progress is not None:
                     progress(cta, total_ctas)
-            for array, address, nbytes in copies:
-                if nbytes and array.flags.writeable:
-                    array.reshape(-1).view(np.uint8)[:] = self.memory.read(address, nbytes)
+            for region in copies:
+                region.copy_back(self.memory)
         finally:
-            for _, address, _ in copies:
-                self.memory.free(address)
+            for region in copies:
+                self.memory.free(region.address)
             self.memory.free(self.param_base)
         stats.wall_seconds = time.perf_counter() - start
         if self.observer is not None:
@@ -614,6 +700,89 @@ class Launch:
         return DeviceError("CUDA_ERROR_ASSERT", summary, summary)
 
 
+class HostRegion:
+    """Host arrays that share memory, held in one device allocation as CUDA would see one buffer.
+
+    The device holds each array's elements in C order and native byte order (what a cudaMemcpy of
+    np.ascontiguousarray(array) would copy); pointers maps argument index → byte offset in the allocation.
+    Different views of one memory can share an allocation only if they are C-contiguous and native."""
+
+    def __init__(self, views: List[Tuple[np.ndarray, int]], pointers: Dict[int, int], nbytes: int):
+        self.views = views
+        self.pointers = pointers
+        self.nbytes = nbytes
+        self.address = 0
+
+    def copy_in(self, memory: Memory) -> None:
+        self.address = memory.alloc(max(self.nbytes, 1), name=f"arg{min(self.pointers)}")
+        if len(self.views) > 1:
+            memory.write(self.address, np.zeros(self.nbytes, dtype=np.uint8))
+        for array, offset in self.views:
+            data = np.ascontiguousarray(array, dtype=native_dtype(array.dtype))
+            memory.write(self.address + offset, data.reshape(-1).view(np.uint8))
+
+    def copy_back(self, memory: Memory) -> None:
+        """Write the device bytes back into each writable array, in its own layout and byte order."""
+        for array, offset in self.views:
+            if array.nbytes and array.flags.writeable:
+                device = memory.read(self.address + offset, array.nbytes).view(native_dtype(array.dtype))
+                array[...] = device.reshape(array.shape)
+
+
+def host_regions(arrays: Dict[int, np.ndarray], argument_name) -> List[HostRegion]:
+    """Group the array arguments (index → array) by shared memory, one HostRegion per group;
+    argument_name(index) names an argument in the error for overlapping views that cannot share."""
+    groups: List[List[int]] = []
+    for index, array in arrays.items():
+        touching = [group for group in groups if any(_overlap(array, arrays[other]) for other in group)]
+        groups = [group for group in groups if group not in touching]
+        groups.append(sorted([index] + [other for group in touching for other in group]))
+    regions = []
+    for group in sorted(groups):
+        views: Dict[tuple, Tuple[np.ndarray, List[int]]] = {}
+        for index in group:
+            array = arrays[index]
+            key = (_data_address(array), array.shape, array.strides, array.dtype)
+            kept, indices = views.get(key, (array, []))
+            views[key] = (kept if kept.flags.writeable else array, indices + [index])
+        if len(views) == 1:
+            (array, indices), = views.values()
+            regions.append(HostRegion([(array, 0)], {index: 0 for index in indices}, array.nbytes))
+            continue
+        for array, indices in views.values():
+            if not (array.flags.c_contiguous and array.dtype.isnative):
+                others = [i for i in group if i not in indices]
+                raise UsageError(f"{argument_name(indices[0])} overlaps {argument_name(others[0])} in memory "
+                                 f"as a different view that is not C-contiguous and native-order, so writes could "
+                                 f"not be kept; pass the same array, C-contiguous slices of one array, or a copy "
+                                 f"(np.ascontiguousarray)")
+        low = min(_data_address(array) for array, _ in views.values())
+        high = max(_data_address(array) + array.nbytes for array, _ in views.values())
+        regions.append(HostRegion([(array, _data_address(array) - low) for array, _ in views.values()],
+                                  {index: _data_address(array) - low
+                                   for array, indices in views.values() for index in indices},
+                                  high - low))
+    return regions
+
+
+def _data_address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+#: numpy's "cannot tell within max_work" error (np.exceptions from numpy 1.25, np before)
+_TOO_HARD = getattr(np, "exceptions", np).TooHardError
+
+
+def _overlap(first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether two arrays share a byte of memory (assumed when numpy cannot tell cheaply)."""
+    if not np.may_share_memory(first, second):
+        return False
+    try:
+        return bool(np.shares_memory(first, second, max_work=100_000))
+    except _TOO_HARD:
+        return True
+
+
 def _align16(value: int) -> int:
     return (value + 15) // 16 * 16
 
@@ -631,11 +800,37 @@ def _ranges(values: Sequence[int]) -> str:
     return ",".join(parts)
 
 
-def load(source: Union[str, os.PathLike], *, device: Optional[Device] = None) -> Module:
-    """Load PTX from a path or from PTX text."""
-    text = str(source)
-    if isinstance(source, os.PathLike) or (("\n" not in text) and os.path.exists(text)):
-        path = os.fspath(source)
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return Module(handle.read(), path, device)
-    return Module(text, "<ptx>", device)
+#: file name endings that make a one-line string a path rather than PTX text
+SOURCE_SUFFIXES = (".ptx", ".sass", ".cubin", ".fatbin", ".cuobjdump", ".s", ".txt")
+
+
+def looks_like_path(text: str) -> bool:
+    """A one-line string that names a file: it ends like a kernel source or holds a directory separator."""
+    if "\n" in text or "{" in text or ";" in text:
+        return False
+    return text.strip().lower().endswith(SOURCE_SUFFIXES) or "/" in text or os.sep in text
+
+
+def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None) -> Module:
+    """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text."""
+    if isinstance(source, (bytes, bytearray)):
+        try:
+            source = bytes(source).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise UsageError(f"load() was given bytes that are not UTF-8 text "
+                             f"(byte 0x{error.object[error.start]:02x} at offset {error.start})") from None
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and
+                                           (looks_like_path(source) or ("\n" not in source and
+                                                                        os.path.exists(source)))):
+        path = os.fsdecode(os.fspath(source))
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError as error:
+            raise UsageError(f"{path}: cannot read it ({error.strerror or error})") from None
+        return Module(text, path, device)
+    if not isinstance(source, str):
+        raise UsageError(f"load() takes a path, PTX text or UTF-8 bytes, not {describe_value(source)}")
+    return Module(source, "<ptx>", device)
