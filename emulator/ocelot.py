@@ -5,10 +5,11 @@
 runs the single kernel in `src` over host buffers, as GPUOcelot does, so that a project can swap
 `gpuocelot_lib.ptx_run` for `emulator.ocelot.ptx_run`. Host buffers enter and leave gpuemu's own,
 bounds-checked device memory: each pointer argument is copied in before the launch and back after
-it. gpuemu therefore needs each buffer's size: pass objects that carry it (ctypes arrays,
-bytearrays, numpy arrays, anything with the buffer protocol), or raw pointers whose size the host
-allocator announced with `register_buffer(pointer, size)` (a mock `cuMemAlloc` does that). Scalar
-parameters take ints, floats, numpy scalars or ctypes scalars.
+it, as Kernel.launch does for numpy arrays (read-only buffers, bytes among them, are not written
+back; arguments over the same memory share one device buffer). gpuemu therefore needs each buffer's
+size: pass objects that carry it (ctypes arrays, bytearrays, bytes, numpy arrays, memoryviews), or raw
+pointers whose size the host allocator announced with `register_buffer(pointer, size)` (a mock
+`cuMemAlloc` does that). Scalar parameters take ints, floats, numpy scalars or ctypes scalars.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 
 from .errors import UsageError
-from .launch import Device, DevicePointer, Module
+from .launch import Device, Module
 
 _SIZES: Dict[int, int] = {}
 _MODULES: Dict[bytes, Module] = {}
@@ -42,12 +43,15 @@ def _address(pointer) -> int:
     return ctypes.cast(pointer, ctypes.c_void_p).value or 0
 
 
-def _host_view(arg):
-    """(numpy byte view over the host memory, writable) for a buffer argument, or None for a scalar."""
+def _host_array(arg) -> Optional[np.ndarray]:
+    """The host memory of a buffer argument as a numpy array (read-only where the buffer is), or None
+    for a scalar. Bytes and read-only buffers are copied in but never written back."""
     if isinstance(arg, np.ndarray):
-        return arg.reshape(-1).view(np.uint8), True
-    if isinstance(arg, (bytearray, memoryview)) or isinstance(arg, ctypes.Array):
-        return np.frombuffer(arg, dtype=np.uint8), True
+        return arg
+    if isinstance(arg, memoryview) and not arg.c_contiguous:
+        return np.asarray(arg)
+    if isinstance(arg, (bytes, bytearray, memoryview, ctypes.Array)):
+        return np.frombuffer(arg, dtype=np.uint8)
     address = None
     if isinstance(arg, ctypes.c_void_p) or isinstance(arg, ctypes._Pointer):
         address = _address(arg)
@@ -58,7 +62,17 @@ def _host_view(arg):
     if address not in _SIZES:
         raise UsageError(f"pointer 0x{address:x} has no registered size: call emulator.ocelot.register_buffer")
     raw = (ctypes.c_uint8 * _SIZES[address]).from_address(address)
-    return np.frombuffer(raw, dtype=np.uint8), True
+    return np.frombuffer(raw, dtype=np.uint8)
+
+
+def _source_text(src) -> str:
+    if isinstance(src, (bytes, bytearray)):
+        try:
+            return bytes(src).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise UsageError(f"ptx_run: the PTX source is not UTF-8 text "
+                             f"(byte 0x{error.object[error.start]:02x} at offset {error.start})") from None
+    return str(src)
 
 
 def _scalar(arg):
@@ -71,7 +85,7 @@ def ptx_run(src, nargs: int, args: Sequence, lx: int, ly: int, lz: int, gx: int,
             shared: int = 0, *, device: Optional[Device] = None) -> int:
     """Run the kernel in src (bytes or str) on host buffers; returns 0 like GPUOcelot, raises on errors."""
     global _DEVICE
-    text = src.decode() if isinstance(src, (bytes, bytearray)) else str(src)
+    text = _source_text(src)
     key = text.encode()
     device = device or _DEVICE or Device()
     _DEVICE = device
@@ -80,26 +94,9 @@ def ptx_run(src, nargs: int, args: Sequence, lx: int, ly: int, lz: int, gx: int,
         module = Module(text, "<ptx_run>", device)
         _MODULES[key] = module
     kernel = module.kernel(None)
-    values = list(args)[:nargs]
-    memory = device.memory
     launch_args = []
-    copies = []
-    for param, arg in zip(kernel.params, values):
-        view = _host_view(arg) if param.size == 8 else None
-        if view is None:
-            launch_args.append(_scalar(arg))
-            continue
-        host, writable = view
-        address = memory.alloc(max(host.size, 1), name=f"host buffer {len(copies)}")
-        memory.write(address, host)
-        copies.append((host, address, writable))
-        launch_args.append(DevicePointer(address))
-    try:
-        kernel.launch((gx, gy, gz), (lx, ly, lz), launch_args, shared)
-        for host, address, writable in copies:
-            if writable and host.size:
-                host[:] = memory.read(address, host.size)
-    finally:
-        for _, address, _ in copies:
-            memory.free(address)
+    for param, arg in zip(kernel.params, list(args)[:nargs]):
+        host = _host_array(arg) if param.size == 8 else None
+        launch_args.append(host if host is not None else _scalar(arg))
+    kernel.launch((gx, gy, gz), (lx, ly, lz), launch_args, shared)
     return 0

@@ -5,7 +5,8 @@
 
 Triton launches a grid of programs with num_warps × 32 threads each, asks for the metadata's
 dynamic shared memory (opting in above 48 KB, as Triton's launcher does), and appends two pointers to every kernel's parameter list (a global and a
-profile scratch buffer); gpuemu allocates those buffers when the metadata asks for them.
+profile scratch buffer); gpuemu allocates those buffers when the metadata asks for them and frees them
+after the launch.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .launch import Device, DevicePointer, LaunchStats, Module
+from .launch import Device, DevicePointer, LaunchStats, Module, dim3
 
 _MODULES = {}
 
@@ -37,15 +38,21 @@ def launch(compiled, grid: Sequence[int], args: Sequence, *, device: Optional[De
     if module is None:
         module = Module(ptx, f"<triton {metadata.name}>", device)
         _MODULES[key] = module
-    grid = tuple(grid) + (1,) * (3 - len(grid))
-    programs = grid[0] * grid[1] * grid[2]
-    extra = [_scratch(module.device, getattr(metadata, "global_scratch_size", 0),
-                      getattr(metadata, "global_scratch_align", 1), programs),
-             _scratch(module.device, getattr(metadata, "profile_scratch_size", 0),
-                      getattr(metadata, "profile_scratch_align", 1), programs)]
+    grid = dim3(grid, "grid")
+    programs = max(grid[0] * grid[1] * grid[2], 1)
+    args = list(args)
     kernel = module.kernel(metadata.name)
     trailing = len(kernel.params) - len(args)
     # Triton's launcher opts in to dynamic shared memory beyond 48 KB (cudaFuncSetAttribute) itself
     options.setdefault("max_dynamic_shared", metadata.shared)
-    return kernel.launch(grid, (metadata.num_warps * 32, 1, 1), list(args) + extra[:max(trailing, 0)],
-                         metadata.shared, **options)
+    scratch = []
+    try:
+        for kind in ("global", "profile"):
+            scratch.append(_scratch(module.device, getattr(metadata, f"{kind}_scratch_size", 0),
+                                    getattr(metadata, f"{kind}_scratch_align", 1), programs))
+        return kernel.launch(grid, (metadata.num_warps * 32, 1, 1), args + scratch[:max(trailing, 0)],
+                             metadata.shared, **options)
+    finally:
+        for pointer in scratch:
+            if isinstance(pointer, DevicePointer):
+                module.device.memory.free(pointer)

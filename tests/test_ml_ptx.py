@@ -285,3 +285,103 @@ def test_triton_launch_opts_in_to_the_dynamic_shared_memory_its_metadata_asks_fo
     out = np.zeros(1, np.uint32)
     gpuemu_triton.launch(compiled, (1,), [out])
     assert out[0] == 7
+
+
+SCRATCH_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry through_scratch(.param .u64 out, .param .u64 scratch, .param .u64 profile)
+{
+.reg .b32 %r<3>;
+.reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+ld.param.u64 %rd2, [scratch];
+ld.param.u64 %rd3, [profile];
+mov.u32 %r1, 11;
+st.global.u32 [%rd2], %r1;
+st.global.u32 [%rd3], %r1;
+ld.global.u32 %r2, [%rd2];
+st.global.u32 [%rd1], %r2;
+ret;
+}
+"""
+
+
+def test_triton_launch_frees_its_scratch_buffers_after_each_launch_and_after_a_failure():
+    from types import SimpleNamespace
+    from emulator import triton as gpuemu_triton
+    from emulator.launch import Device
+    compiled = SimpleNamespace(asm={"ptx": SCRATCH_PTX},
+                               metadata=SimpleNamespace(name="through_scratch", num_warps=1, shared=0,
+                                                        global_scratch_size=64, global_scratch_align=16,
+                                                        profile_scratch_size=64, profile_scratch_align=16))
+    device = Device()
+    out = np.zeros(1, np.uint32)
+    for _ in range(20):
+        gpuemu_triton.launch(compiled, (1,), [out], device=device)
+    with pytest.raises(emulator.errors.UsageError):
+        gpuemu_triton.launch(compiled, (1,), [None], device=device)
+    live = [a for a in device.memory.allocations() if a.name == "triton scratch" and not a.freed]
+    assert out[0] == 11 and live == []
+
+
+SCALE_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry scale(.param .u64 out, .param .u64 in, .param .u32 n)
+{
+.reg .u32 %r<4>;
+.reg .u64 %rd<6>;
+.reg .f32 %f<3>;
+.reg .pred %p<2>;
+ld.param.u64 %rd1, [out];
+ld.param.u64 %rd2, [in];
+ld.param.u32 %r2, [n];
+mov.u32 %r1, %tid.x;
+setp.ge.u32 %p1, %r1, %r2;
+@%p1 bra DONE;
+mul.wide.u32 %rd3, %r1, 4;
+add.u64 %rd4, %rd2, %rd3;
+ld.global.f32 %f1, [%rd4];
+add.f32 %f2, %f1, %f1;
+add.u64 %rd5, %rd1, %rd3;
+st.global.f32 [%rd5], %f2;
+DONE:
+ret;
+}
+"""
+
+
+def read_only_array(values: np.ndarray) -> np.ndarray:
+    values = values.copy()
+    values.flags.writeable = False
+    return values
+
+
+@pytest.mark.parametrize("make_input", [read_only_array, lambda v: memoryview(v.tobytes()), lambda v: v.tobytes()],
+                         ids=["read-only-array", "memoryview-of-bytes", "bytes"])
+def test_ptx_run_reads_read_only_inputs_and_leaves_them_unwritten(make_input):
+    values = np.arange(8, dtype=np.float32)
+    host_in = make_input(values)
+    out = np.zeros(8, np.float32)
+    ocelot.ptx_run(SCALE_PTX, 3, [out, host_in, 8], 32, 1, 1, 1, 1, 1, 0)
+    assert np.array_equal(out, 2 * values)
+    assert np.array_equal(np.frombuffer(host_in, dtype=np.float32), values)
+
+
+def test_ptx_run_buffer_passed_twice_is_one_device_buffer():
+    host = (ctypes.c_float * 8)(*range(8))
+    ocelot.ptx_run(SCALE_PTX, 3, [host, host, 8], 32, 1, 1, 1, 1, 1, 0)
+    assert np.array_equal(np.frombuffer(host, dtype=np.float32), 2 * np.arange(8, dtype=np.float32))
+
+
+def test_ptx_run_writes_a_non_contiguous_numpy_output_back_in_its_layout():
+    out = np.zeros(16, np.float32)[::2]
+    ocelot.ptx_run(SCALE_PTX, 3, [out, np.arange(8, dtype=np.float32), 8], 32, 1, 1, 1, 1, 1, 0)
+    assert np.array_equal(out, 2 * np.arange(8, dtype=np.float32))
+
+
+def test_ptx_run_refuses_a_source_that_is_not_utf8_in_one_line():
+    with pytest.raises(emulator.errors.UsageError) as info:
+        ocelot.ptx_run(b"\xff" + SCALE_PTX.encode(), 3, [np.zeros(8, np.float32)] * 2 + [8], 32, 1, 1, 1, 1, 1, 0)
+    assert "not UTF-8" in str(info.value) and "\n" not in str(info.value)
