@@ -494,9 +494,11 @@ class Launch:
         if isinstance(value, (list, tuple)) and t.bits == 64:
             raise UsageError(f"{where} is given {describe_value(value)}: pass buffers as numpy arrays "
                              f"(np.asarray(values, dtype=...))")
-        if t.kind == "float":
+        if t.kind == "float" or (t.kind == "half" and param.type in ("f16", "bf16")):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 try:
+                    if t.kind == "half":  # the parameter holds the code of the value rounded once to nearest
+                        return fp.cvt(np.array([float(value)]), dst=param.type, src="f64")[0]
                     return t.dtype.type(float(value))
                 except OverflowError:
                     pass

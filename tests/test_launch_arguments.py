@@ -270,3 +270,35 @@ def test_load_refuses_bytes_that_are_not_utf8_in_one_line():
     with pytest.raises(UsageError) as error:
         emulator.load(b"\xff\xfe.version 8.0")
     assert "not UTF-8" in one_line(error)
+
+
+HALF_PARAMETERS = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry halves(.param .f16 h, .param .bf16 b, .param .u64 out)
+{
+    .reg .b16 %h<3>;
+    .reg .u64 %rd<2>;
+    ld.param.b16 %h1, [h];
+    ld.param.b16 %h2, [b];
+    ld.param.u64 %rd1, [out];
+    st.global.b16 [%rd1], %h1;
+    st.global.b16 [%rd1+2], %h2;
+    ret;
+}
+"""
+
+
+def test_python_floats_for_half_parameters_are_rounded_once_to_their_codes():
+    out = np.zeros(2, np.uint16)
+    emulator.load(HALF_PARAMETERS).kernel("halves").launch(1, 1, [1 + 2 ** -11 + 2 ** -40, 3.14159, out])
+    # just above halfway between f16 1.0 (0x3C00) and its successor: rounded once it is 0x3C01; through f32 it
+    # would first become the exact halfway point and round to even, 0x3C00. bf16(pi) is 0x4049.
+    assert out.tolist() == [0x3C01, 0x4049]
+
+
+def test_a_sass_kernel_refuses_a_fractional_shared_size_like_a_ptx_one():
+    listing = ROOT / "examples" / "sass" / "kernels.sm_90.sass"
+    kernel = emulator.load(str(listing)).kernel("saxpy")
+    with pytest.raises(LaunchError, match="dynamic shared memory size float 1.5 must be an integer"):
+        kernel.launch(1, 32, [np.float32(2), np.zeros(32, np.float32), np.zeros(32, np.float32), np.int32(32)], 1.5)

@@ -37,7 +37,7 @@ class SassKernel(Kernel):
     def launch(self, grid, block, args, shared: int = 0, *, max_steps: int = DEFAULT_MAX_STEPS,
                batch_bytes: int = DEFAULT_BATCH_BYTES, arch=None, progress=None, **options) -> LaunchStats:
         program: SassProgram = self.program
-        launch = SassLaunch(self, dim3(grid), dim3(block), int(shared),
+        launch = SassLaunch(self, dim3(grid), dim3(block), shared,
                             arch=arch if arch is not None else program.arch.name, **options)
         return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress)
 
