@@ -283,8 +283,11 @@ class Module:
         if name is None:
             if len(names) == 1:
                 return names[0]
-            listing = ", ".join(plain_name(n) for n in names) or "none"
-            raise UsageError(f"{self.source_name} has {len(names)} kernels ({listing}): choose one with --kernel")
+            if not names:
+                raise UsageError(f"{self.source_name} defines no kernel (no .entry with a body)")
+            listing = ", ".join(plain_name(n) for n in names)
+            raise UsageError(f"{self.source_name} has {len(names)} kernels ({listing}): choose one by name "
+                             f"(--kernel NAME, or kernel(NAME) from Python)")
         if name in names:
             return name
         matches = [n for n in names if plain_name(n) == name]

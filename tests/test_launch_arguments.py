@@ -302,3 +302,13 @@ def test_a_sass_kernel_refuses_a_fractional_shared_size_like_a_ptx_one():
     kernel = emulator.load(str(listing)).kernel("saxpy")
     with pytest.raises(LaunchError, match="dynamic shared memory size float 1.5 must be an integer"):
         kernel.launch(1, 32, [np.float32(2), np.zeros(32, np.float32), np.zeros(32, np.float32), np.int32(32)], 1.5)
+
+
+def test_a_file_without_kernels_says_so_and_a_choice_of_kernels_names_both_ways_to_pick():
+    with pytest.raises(UsageError, match=r"^<ptx> defines no kernel \(no \.entry with a body\)$"):
+        emulator.load(".version 8.0\n.target sm_90\n.address_size 64\n").kernel()
+    two = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry a()\n{\nret;\n}\n" \
+          ".visible .entry b()\n{\nret;\n}\n"
+    with pytest.raises(UsageError, match=r"has 2 kernels \(a, b\): choose one by name \(--kernel NAME, or "
+                                         r"kernel\(NAME\) from Python\)"):
+        emulator.load(two).kernel()
