@@ -98,7 +98,8 @@ class RandomSchedule(_WarpPolicy):
         return int(ready[self.rng.integers(len(ready))])
 
     def group_pc(self, batch, pcs: np.ndarray) -> int:
-        if not self.independent_groups or len(pcs) == 1:
+        # a pre-Volta batch has no independent groups to choose among: its warps run their lowest group
+        if not self.independent_groups or batch.per_warp_barriers or len(pcs) == 1:
             return int(pcs[0])
         pc = int(pcs[self.rng.integers(len(pcs))])
         instr = batch.program.instrs[pc]

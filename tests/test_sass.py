@@ -919,3 +919,14 @@ def test_constant_banks_outside_1_to_17_are_refused(bank):
     module = Module(COEFFICIENT_LISTING, "picky.sass")
     with pytest.raises(UsageError, match=r"banks 1 to 17 hold 65536 bytes each"):
         module.set_symbol(bank, np.zeros(4, np.uint32))
+
+
+def test_a_random_schedule_with_independent_groups_runs_a_fermi_listing_as_warps():
+    # the batch knows it is pre-Volta: a policy built for sm_70's independent groups still runs its warps whole
+    from emulator.policies import RandomSchedule
+    pin = np.arange(64, dtype=np.int32) + 5
+    for seed in range(4):
+        out = np.zeros(64, np.int32)
+        emulator.load(SEED / "return32one.sm_20.sass").kernel("Return32One").launch(
+            1, 64, [np.zeros(1, np.int32), out, pin], 256, policy=RandomSchedule(seed, independent_groups=True))
+        assert out[0] == pin[0] * 65 and (out[1:] == pin[1:]).all()
