@@ -325,31 +325,7 @@ def test_triton_launch_frees_its_scratch_buffers_after_each_launch_and_after_a_f
     assert out[0] == 11 and live == []
 
 
-SCALE_PTX = """.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry scale(.param .u64 out, .param .u64 in, .param .u32 n)
-{
-.reg .u32 %r<4>;
-.reg .u64 %rd<6>;
-.reg .f32 %f<3>;
-.reg .pred %p<2>;
-ld.param.u64 %rd1, [out];
-ld.param.u64 %rd2, [in];
-ld.param.u32 %r2, [n];
-mov.u32 %r1, %tid.x;
-setp.ge.u32 %p1, %r1, %r2;
-@%p1 bra DONE;
-mul.wide.u32 %rd3, %r1, 4;
-add.u64 %rd4, %rd2, %rd3;
-ld.global.f32 %f1, [%rd4];
-add.f32 %f2, %f1, %f1;
-add.u64 %rd5, %rd1, %rd3;
-st.global.f32 [%rd5], %f2;
-DONE:
-ret;
-}
-"""
+SCALE_PTX = (Path(__file__).parent / "kernels" / "scale.ptx").read_text()
 
 
 def read_only_array(values: np.ndarray) -> np.ndarray:
