@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import ir
-from .errors import DeviceError, GpuemuError, UsageError
+from .base.errors import DeviceError, GpuemuError, UsageError
 from .executors import lanes_of, reader
 from .launch import DEFAULT_ARCH, DEFAULT_SPIN_LIMIT, arch_number, plain_name
 from .machine import AT_BARRIER, EXITED, INF

@@ -20,7 +20,8 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from .errors import DeviceError, GpuemuError, UsageError
+from .base.text import printable
+from .base.errors import DeviceError, GpuemuError, UsageError
 from .hostmalloc import keep_freed_memory
 from .spec import default_arguments, parse_arg
 
@@ -123,6 +124,8 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
                         help="set a __constant__ (or __device__) symbol before the launch")
     parser.add_argument("--max-steps", type=positive_int, default=None,
                         help="stop after this many scheduler steps (default 20,000,000)")
+    parser.add_argument("--source-dir", action="append", default=[], metavar="DIR",
+                        help="where to look for the CUDA sources the PTX's .file names (default: only beside the PTX)")
     parser.add_argument("--backend", choices=("auto", "c", "numpy"), default="auto",
                         help="memory core: the C library or the pure-numpy fallback")
 
@@ -342,7 +345,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     except OSError as error:
         sys.stdout.flush()
         where = f"{error.filename}: " if error.filename else ""
-        print(f"gpuemu: error: {where}{error.strerror or error}", file=sys.stderr)
+        print(printable(f"gpuemu: error: {where}{error.strerror or error}"), file=sys.stderr)
         return 2
 
 

@@ -7,7 +7,7 @@ import sys
 
 from .debug.commands import PROMPT, Session
 from .debug.record import DEFAULT_HISTORY
-from .errors import GpuemuError, UsageError
+from .base.errors import GpuemuError, UsageError
 
 
 def add_command(subparsers, add_launch_arguments) -> None:

@@ -14,7 +14,7 @@ from isa.table import Decoded, semantics
 from isa.types import TYPES
 
 from . import ir
-from .errors import DeviceError
+from .base.errors import DeviceError
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
 
 ALL = slice(None)

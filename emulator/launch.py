@@ -18,7 +18,7 @@ from . import ir
 from . import syntax as S
 from . import accel
 from . import tensor_ops, wgmma  # noqa: F401  (register the cp.async, ldmatrix, mma and wgmma executors)
-from .errors import DeviceError, LaunchError, PTXSemanticError, UsageError
+from .base.errors import DeviceError, LaunchError, PTXSemanticError, UsageError
 from .lower import lower_kernel, variable_align, variable_size
 from .machine import Batch, BatchLayout
 from .memory import DeviceFault, Memory

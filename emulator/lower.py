@@ -9,7 +9,7 @@ from isa.types import TYPES, storage_dtype
 
 from . import ir
 from . import syntax as S
-from .errors import PTXSemanticError
+from .base.errors import PTXSemanticError
 
 #: per-thread call parameters live in the thread's local window; their .param-space addresses are
 #: offset by this much so that `ld.param [%rd]` can tell them from kernel parameters.

@@ -11,7 +11,7 @@ from typing import List, Optional
 import numpy as np
 
 from . import executors, ir
-from .errors import DeviceError, PTXSemanticError
+from .base.errors import DeviceError, PTXSemanticError
 from .executors import ALL, count_of, lanes_of, reader, subselect, writer
 from .lower import FUNC_PARAM_BASE
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, DeviceFault

@@ -18,7 +18,7 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from .errors import UsageError
+from .base.errors import UsageError
 from .launch import Device, Module
 
 _SIZES: Dict[int, int] = {}

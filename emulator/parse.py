@@ -1,6 +1,7 @@
 """PTX text → syntax tree (emulator.syntax), with file:line:col errors that say what was expected."""
 from __future__ import annotations
 
+import io
 from functools import lru_cache
 from typing import Dict, List, Optional
 
@@ -10,7 +11,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from grammars import grammar_text
 
 from . import syntax as S
-from .errors import PTXSyntaxError
+from .base.cache import Cache, digest
+from .base.errors import PTXSyntaxError
 
 _TERMINAL_WORDS = {
     "OPCODE": "an instruction",
@@ -37,13 +39,32 @@ _TERMINAL_WORDS = {
 }
 
 
+def build_parser(grammar: str, **options) -> Lark:
+    """An LALR parser for grammars/<grammar>.lark, its tables kept in gpuemu's signed cache ("grammar")."""
+    text = grammar_text(grammar)
+    cache = Cache("grammar")
+    key = digest(text, repr(sorted(options.items())), Lark.__module__, _lark_version())
+    stored = cache.load(key)
+    if stored is not None:
+        try:
+            return Lark.load(io.BytesIO(stored))
+        except Exception:  # a signed entry from another lark release that no longer loads: build it anew
+            pass
+    parser = Lark(text, parser="lalr", **options)
+    saved = io.BytesIO()
+    parser.save(saved)
+    cache.store(key, saved.getvalue())
+    return parser
+
+
+def _lark_version() -> str:
+    import lark
+    return lark.__version__
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    options = dict(parser="lalr", lexer="contextual", maybe_placeholders=True)
-    try:
-        return Lark(grammar_text("ptx"), cache=True, **options)
-    except OSError:
-        return Lark(grammar_text("ptx"), **options)
+    return build_parser("ptx", lexer="contextual", maybe_placeholders=True)
 
 
 def _pos(token: Token) -> S.Pos:

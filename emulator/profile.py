@@ -5,10 +5,12 @@ import html
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .base.sources import SourceFiles
+from .base.text import printable
 from .memory import phase_lanes
 from .stats import IDEAL, TRANSACTIONS, MemoryStats, format_table, launch_title
 
@@ -73,12 +75,12 @@ class SourceLine:
 class Profile:
     """The annotated listing of one profiled launch."""
 
-    def __init__(self, stats: MemoryStats, ptx_path: str, top: int = 5):
+    def __init__(self, stats: MemoryStats, ptx_path: str, top: int = 5, source_dirs: Sequence[str] = ()):
         self.stats = stats
         self.program = stats.program
         self.ptx_path = ptx_path
         self.kernel_counters = stats.kernel_counters()
-        self._sources: Dict[str, Optional[List[str]]] = {}
+        self.sources = SourceFiles(ptx_path, source_dirs)
         self.rows: List[object] = []
         self.lines: Dict[int, LineReport] = {}
         self._build()
@@ -118,7 +120,7 @@ class Profile:
                 if not stripped or stripped.startswith((".loc", ".file")):
                     continue
                 pcs = by_line.get(number, [])
-                report = LineReport(number, text.expandtabs(8))
+                report = LineReport(number, printable(text).expandtabs(8))
                 if pcs:
                     report.pcs = pcs
                     report.counters = line_counters[number]
@@ -128,26 +130,9 @@ class Profile:
                     if report.source is not None and report.source != shown_source:
                         shown_source = report.source
                         self.rows.append(SourceLine(report.source[0], report.source[1],
-                                                    self._source_text(*report.source)))
+                                                    self.sources.line(*report.source)))
                 self.lines[number] = report
                 self.rows.append(report)
-
-    def _source_text(self, name: str, line: int) -> Optional[str]:
-        if name not in self._sources:
-            self._sources[name] = None
-            directory = os.path.dirname(os.path.abspath(self.ptx_path))
-            for candidate in (name, os.path.join(directory, name), os.path.join(directory, os.path.basename(name))):
-                if os.path.isfile(candidate):
-                    try:
-                        with open(candidate, encoding="utf-8", errors="replace") as handle:
-                            self._sources[name] = handle.read().splitlines()
-                    except OSError:
-                        continue
-                    break
-        source = self._sources[name]
-        if source is None or not 0 < line <= len(source):
-            return None
-        return source[line - 1].strip()
 
     # ---- the worst shared-memory instruction, for the heat maps ----
     def worst_shared_pc(self) -> Optional[int]:
@@ -301,7 +286,7 @@ def add_command(subparsers, add_launch_arguments) -> None:
 
 def command_profile(options) -> int:
     from .cli import check_output_path, prepare_launch, write_json_atomically
-    from .errors import DeviceError, UsageError
+    from .base.errors import DeviceError, UsageError
     from .launch import DEFAULT_MAX_STEPS, plain_name
     if options.top < 0:
         raise UsageError("--top must not be negative")
@@ -319,7 +304,7 @@ def command_profile(options) -> int:
             write_json_atomically(options.json, {"status": "error", "error": error.cuda_error,
                                                  "message": error.summary})
         raise
-    profile = Profile(stats, options.file, options.top)
+    profile = Profile(stats, options.file, options.top, options.source_dir)
     name = plain_name(kernel.program.name)
     title = launch_title(name, launch_stats.grid, launch_stats.block, stats.bank_bytes).replace(
         "gpuemu stats:", "gpuemu profile:") + f"  {options.file}"

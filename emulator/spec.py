@@ -13,7 +13,7 @@ import numpy as np
 from isa.types import TYPES
 
 from . import ir
-from .errors import UsageError
+from .base.errors import UsageError
 
 
 DTYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,

@@ -19,7 +19,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, T
 import numpy as np
 
 from . import ir
-from .errors import UsageError
+from .base.errors import UsageError
 from .executors import ALL
 from .launch import plain_name
 from .memory import DeviceFault
@@ -511,7 +511,7 @@ def command_diff(options) -> int:
 def trace_text(kernel, grid, block, args, shared: int = 0, *, header: Dict[str, object],
                trace_filter: Optional[TraceFilter] = None, **launch_options) -> str:
     """Run a launch with a trace attached and return the trace (errors end the trace, not the call)."""
-    from .errors import DeviceError
+    from .base.errors import DeviceError
     stream = io.StringIO()
     writer = TraceWriter(stream, header, trace_filter)
     try:

@@ -13,7 +13,9 @@ from isa.types import TYPES
 
 from .. import ir
 from ..cli import prepare_launch, write_npy_atomically
-from ..errors import DeviceError, GpuemuError
+from ..base.sources import SourceFiles
+from ..base.text import printable
+from ..base.errors import DeviceError, GpuemuError
 from ..launch import DEFAULT_MAX_STEPS, Launch, dim3, plain_name
 from ..lower import SPECIAL_REGISTERS
 from ..machine import AT_BARRIER, EXITED, NUM_BARRIERS, RUNNING
@@ -155,7 +157,7 @@ class Session:
         self.registers = Registers(self.program)
         self.addresses = CodeAddresses(self.program)
         self.ptx_name = os.path.basename(options.file)
-        self.ptx_dir = os.path.dirname(os.path.abspath(options.file))
+        self.sources = SourceFiles(options.file, getattr(options, "source_dir", None) or ())
         self.history_limit = getattr(options, "history", DEFAULT_HISTORY)
         self.engine: Optional[Engine] = None
         self.args = None
@@ -177,19 +179,18 @@ class Session:
         self.last_repeatable = False
         self.last_failed = False
         self.quitting = False
-        self._sources: Dict[str, Optional[List[str]]] = {}
         self.commands: Dict[str, Command] = {}
         self.aliases: Dict[str, str] = {}
         self._define_commands()
 
     # ---- output ----
     def say(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        self.out.write(printable(text, keep_newlines=True) + "\n")
         self.out.flush()
 
     def complain(self, text: str) -> None:
         self.out.flush()
-        self.err.write(text + "\n")
+        self.err.write(printable(text, keep_newlines=True) + "\n")
         self.err.flush()
 
     # ---- the launch ----
@@ -307,23 +308,6 @@ class Session:
             return self._kernel_title()
         return plain_name(function)
 
-    def _source_lines(self, path: str) -> Optional[List[str]]:
-        if path not in self._sources:
-            lines = None
-            for candidate in (path, os.path.join(self.ptx_dir, path), os.path.join(self.ptx_dir, os.path.basename(path))):
-                if os.path.isfile(candidate):
-                    with open(candidate, encoding="utf-8", errors="replace") as handle:
-                        lines = handle.read().splitlines()
-                    break
-            self._sources[path] = lines
-        return self._sources[path]
-
-    def _source_text(self, path: str, line: int) -> Optional[str]:
-        lines = self._source_lines(path)
-        if lines is None or not 0 < line <= len(lines):
-            return None
-        return lines[line - 1].strip()
-
     def _where(self, instr: ir.Instr) -> str:
         return f"{self.ptx_name}:{instr.line}"
 
@@ -355,7 +339,7 @@ class Session:
         self.last_function = instr.function
         if instr.source is not None and instr.source[1] > 0 and (full or instr.source != self.last_source):
             path, line = instr.source
-            source = self._source_text(path, line)
+            source = self.sources.line(path, line)
             self.say(f"{os.path.basename(path)}:{line}" + (f"   {source}" if source else ""))
         self.last_source = instr.source
         self.list_state = None
@@ -1074,7 +1058,7 @@ class Session:
             if arg:
                 file_part, sep, line_part = arg.rpartition(":")
                 if sep and line_part.isdigit() and os.path.basename(file_part) != self.ptx_name:
-                    lines = self._source_lines(file_part)
+                    lines = self.sources.lines(file_part)
                     if lines is None:
                         self._cuda_line(file_part, int(line_part))
                         raise DebugError(f"Cannot find the source file {file_part} next to {self.ptx_name}.")
@@ -1088,7 +1072,7 @@ class Session:
             else:
                 center = self.program.instrs[self.program.functions[self.program.name].entry_pc].line
             start = max(1, center - 5)
-        lines = lines_of_ptx if kind == "ptx" else self._source_lines(path)
+        lines = lines_of_ptx if kind == "ptx" else self.sources.lines(path)
         if start > len(lines):
             name = self.ptx_name if kind == "ptx" else os.path.basename(path)
             raise DebugError(f'Line number {start} out of range; "{name}" has {len(lines)} lines.')
@@ -1106,7 +1090,7 @@ class Session:
         if path is None:
             return ""
         line = int(match.group(2))
-        source = self._source_text(path, line)
+        source = self.sources.line(path, line)
         return f"\t// {os.path.basename(path)}:{line}" + (f"  {source}" if source else "")
 
     # ---- info ----

@@ -16,7 +16,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from .. import ir
-from ..errors import GpuemuError
+from ..base.errors import GpuemuError
 from ..executors import ALL
 from ..machine import EXITED
 from ..memory import DeviceFault, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE

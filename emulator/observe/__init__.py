@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable, List
 
-from ..errors import DeviceError
+from ..base.errors import DeviceError
 
 
 class Observer:

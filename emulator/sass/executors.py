@@ -12,7 +12,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from .. import executors
-from ..errors import LaunchError
+from ..base.errors import LaunchError
 from ..executors import ALL, count_of, lanes_of, subselect, threads_of
 from ..memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
 from .operands import Address, ConstWord, Immediate, Pred, SignBit, Special, Value

@@ -20,7 +20,7 @@ import numpy as np
 from isa.table import decode
 
 from .. import ir
-from ..errors import PTXSemanticError
+from ..base.errors import PTXSemanticError
 from . import syntax as S
 from .arch import Arch, arch_for
 from .mangle import parameter_types

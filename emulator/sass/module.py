@@ -7,7 +7,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ..launch import (DEFAULT_BATCH_BYTES, DEFAULT_MAX_STEPS, SHARED_DEFAULT_LIMIT, Device, Kernel, Launch,
                       LaunchStats, Module, dim3)
 from .executors import BANK_BYTES  # importing executors registers the 'sass' op class with the machine

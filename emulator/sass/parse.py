@@ -10,8 +10,8 @@ from lark.exceptions import UnexpectedInput, VisitError
 
 from grammars import grammar_text
 
-from ..errors import PTXSyntaxError
-from ..parse import syntax_error
+from ..base.errors import PTXSyntaxError
+from ..parse import build_parser, syntax_error
 from ..syntax import Pos
 from . import syntax as S
 
@@ -24,11 +24,7 @@ _TERMINAL_WORDS = {
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    options = dict(parser="lalr", lexer="contextual")
-    try:
-        return Lark(grammar_text("sass"), cache=True, **options)
-    except OSError:
-        return Lark(grammar_text("sass"), **options)
+    return build_parser("sass", lexer="contextual")
 
 
 def _pos(token: Token) -> Pos:
