@@ -18,11 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from run import EXAMPLES, ROOT, WORKLOADS  # noqa: E402
 
-from emulator.cli import parse_dims  # noqa: E402
-from emulator.hostmalloc import keep_freed_memory  # noqa: E402
-from emulator.launch import Device, Module  # noqa: E402
-from emulator.spec import parse_arg  # noqa: E402
-from emulator.stats import MemoryStats  # noqa: E402
+from emulator.cli.common import parse_dims  # noqa: E402
+from emulator.cli.hostmalloc import keep_freed_memory  # noqa: E402
+from emulator.runtime.launch import Device, Module  # noqa: E402
+from emulator.runtime.spec import parse_arg  # noqa: E402
+from emulator.observers.stats import MemoryStats  # noqa: E402
 
 
 #: what is timed: the launch alone, plus the counters and the kernel table, plus the per-line counters too

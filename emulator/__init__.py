@@ -3,5 +3,5 @@
 
 def load(source, *, device=None):
     """Load PTX (a path or the text itself) into a device; returns a module whose kernels can be launched."""
-    from .launch import load as _load
+    from emulator.runtime.launch import load as _load
     return _load(source, device=device)

@@ -1,4 +1,4 @@
 """`python -m emulator` is the `gpuemu` command."""
-from .cli import entry
+from emulator.cli import entry
 
 entry()

@@ -1,4 +1,4 @@
 """The Python front door: load PTX, launch kernels with numpy arrays, read the statistics."""
-from .launch import Device, DevicePointer, Kernel, LaunchStats, Module, load
+from emulator.runtime.launch import Device, DevicePointer, Kernel, LaunchStats, Module, load
 
 __all__ = ["Device", "DevicePointer", "Kernel", "LaunchStats", "Module", "load"]

@@ -1,4 +1,4 @@
 """The errors gpuemu reports, for code that catches them: `from emulator.errors import GpuemuError`."""
-from .base.errors import DeviceError, GpuemuError, LaunchError, PTXSemanticError, PTXSyntaxError, UsageError
+from emulator.base.errors import DeviceError, GpuemuError, LaunchError, PTXSemanticError, PTXSyntaxError, UsageError
 
 __all__ = ["DeviceError", "GpuemuError", "LaunchError", "PTXSemanticError", "PTXSyntaxError", "UsageError"]

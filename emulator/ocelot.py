@@ -18,8 +18,8 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from .base.errors import UsageError
-from .launch import Device, Module
+from emulator.base.errors import UsageError
+from emulator.runtime.launch import Device, Module
 
 _SIZES: Dict[int, int] = {}
 _MODULES: Dict[bytes, Module] = {}

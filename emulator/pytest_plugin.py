@@ -46,7 +46,7 @@ def _argument_label(arg) -> str:
 
 
 def _launch_fields(launch) -> dict:
-    from .spec import LaunchSpec
+    from emulator.runtime.spec import LaunchSpec
     if isinstance(launch, LaunchSpec):
         return {"kernel": launch.kernel, "grid": launch.grid, "block": launch.block, "shared": launch.shared,
                 "args": list(launch.args), "const": dict(launch.const), "base_dir": str(launch.directory)}
@@ -57,11 +57,11 @@ def _launch_fields(launch) -> dict:
 
 def record_trace(ptx: Union[str, os.PathLike], launch) -> str:
     """The trace of one launch of a kernel in a PTX file, as text."""
-    from .launch import Device, Module
-    from .spec import parse_arg
-    from .launch import arch_number
-    from .policies import make_policy
-    from .trace import TraceFilter, trace_header, trace_text
+    from emulator.runtime.launch import Device, Module
+    from emulator.runtime.spec import parse_arg
+    from emulator.runtime.launch import arch_number
+    from emulator.machine.policies import make_policy
+    from emulator.observers.trace import TraceFilter, trace_header, trace_text
     fields = _launch_fields(launch)
     ptx = Path(ptx)
     text = ptx.read_text()
@@ -107,7 +107,7 @@ def _same_trace(produced: str, golden: str) -> bool:
 def assert_trace_matches(ptx: Union[str, os.PathLike], launch, golden: Union[str, os.PathLike], *,
                          update: Optional[bool] = None, context: int = 3) -> None:
     """Run the launch with a trace and compare it with the golden file (write it with --update-golden)."""
-    from .trace import diff_traces
+    from emulator.observers.trace import diff_traces
     produced = record_trace(ptx, launch)
     golden = Path(golden)
     if update if update is not None else _UPDATE["golden"]:

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .launch import Device, DevicePointer, LaunchStats, Module, dim3
+from emulator.runtime.launch import Device, DevicePointer, LaunchStats, Module, dim3
 
 _MODULES = {}
 

@@ -19,8 +19,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import halfbits
-from .halfbits import BF16, E4M3, E5M2, F16, F32, F64, TF32, BinaryFormat
+from isa import halfbits
+from isa.halfbits import BF16, E4M3, E5M2, F16, F32, F64, TF32, BinaryFormat
 
 __all__ = [
     "nan_result", "fadd", "fsub", "fmul", "ffma", "fdiv", "fsqrt", "frcp", "frsqrt", "fsin", "fcos",

@@ -7,8 +7,8 @@ from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from . import fp, intops
-from .types import FLOATS, HALVES, INT_TYPES, TYPES, widened
+from isa import fp, intops
+from isa.types import FLOATS, HALVES, INT_TYPES, TYPES, widened
 
 # ---- modifier vocabulary -------------------------------------------------------------------------
 # Each family lists the categories it accepts; the decoder files every dotted modifier under the

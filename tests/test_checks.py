@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import emulator
-from emulator.checks import CheckSession, compare_outputs
+from emulator.observers.checks import CheckSession, compare_outputs
 from emulator.errors import DeviceError
-from emulator.policies import RandomSchedule, RoundRobin
+from emulator.machine.policies import RandomSchedule, RoundRobin
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKS = ROOT / "tests" / "kernels" / "checks.ptx"
@@ -89,8 +89,8 @@ CORRECT_EXAMPLES = ["dot/dot", "transpose/setRowReadCol", "transpose/setRowReadC
 
 @pytest.mark.parametrize("name", CORRECT_EXAMPLES)
 def test_correct_examples_report_nothing(name):
-    from emulator.launch import Device, Module
-    from emulator.spec import read_launches
+    from emulator.runtime.launch import Device, Module
+    from emulator.runtime.spec import read_launches
     directory, launch_name = name.split("/")
     spec = next(s for s in read_launches(ROOT / "examples" / directory / "launches.json") if s.name == launch_name)
     example = Module(spec.ptx.read_text(), str(spec.ptx), Device())

@@ -164,7 +164,7 @@ def test_launch_reports_progress_after_each_batch_of_ctas():
 
 def test_progress_line_waits_for_its_delay_and_clears_itself():
     import io
-    from emulator.cli import ProgressLine
+    from emulator.cli.common import ProgressLine
     stream = io.StringIO()
     quiet = ProgressLine(stream, "vecadd", delay=3600)
     quiet(10, 100)

@@ -21,7 +21,7 @@ from emulator.cli import build_parser
 from emulator.debug.commands import Session
 from emulator.debug.control import Engine, Plan
 from emulator.debug.expr import DebugError, evaluate, format_lanes, format_scalar, parse_expression
-from emulator.debugger import command_debug
+from emulator.cli.debug import command_debug
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSIONS = ROOT / "tests" / "debugger_sessions"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.spec import check_launch, read_launches, run_launch
+from emulator.runtime.spec import check_launch, read_launches, run_launch
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = read_launches(ROOT / "tests" / "isa_probes" / "launches.json")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from emulator.errors import UsageError
-from emulator.launch import Device, Module
-from emulator.spec import LaunchSpec, check_launch, default_arguments, parse_arg, read_launches, run_launch
+from emulator.runtime.launch import Device, Module
+from emulator.runtime.spec import LaunchSpec, check_launch, default_arguments, parse_arg, read_launches, run_launch
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -221,7 +221,7 @@ def test_pre_volta_warp_reconverges_after_a_long_divergent_loop_before_its_barri
     # waiting group run: a pre-Volta warp still runs its lowest group until the lanes that left the
     # loop rejoin it, so the barrier (which counts a warp once) sees each warp whole and every thread
     # reads the count that the mirrored thread of the other warp stored before it
-    from emulator.policies import make_policy
+    from emulator.machine.policies import make_policy
     out = np.zeros(64, np.uint32)
     emulator.load(DIVERGENT_LOOP_THEN_SYNC).kernel("divergent_loop_then_sync").launch(
         1, 64, [out], arch="sm_60", policy=make_policy(schedule, 1, arch=60))

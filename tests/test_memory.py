@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from emulator.memory import (GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault, Memory,
-                             RequestTotals, c_core_available, distinct_addresses, global_sectors, local_sectors,
-                             max_same_address, request_totals, shared_wavefronts)
+    RequestTotals, c_core_available, distinct_addresses, global_sectors, local_sectors, max_same_address,
+    request_totals, shared_wavefronts)
 from emulator.memory.spaces import GUARD_BYTES
 
 BACKENDS = [

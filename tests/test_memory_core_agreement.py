@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 
 from emulator.memory import (LOCAL_WINDOW, SHARED_WINDOW, DeviceFault, Memory, RequestTotals, c_core_available,
-                             distinct_addresses, global_sectors, local_sectors, max_same_address, request_totals,
-                             shared_wavefronts)
+    distinct_addresses, global_sectors, local_sectors, max_same_address, request_totals, shared_wavefronts)
 from emulator.memory.spaces import ATOMIC_OPS_BY_TYPE
 
 pytestmark = pytest.mark.skipif(not c_core_available(),

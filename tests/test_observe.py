@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 
 import emulator
-from emulator.observe import Observer, combine
+from emulator.machine.observe import Observer, combine
 
 ROOT = Path(__file__).resolve().parents[1]
 

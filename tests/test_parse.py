@@ -1,9 +1,9 @@
 """Parser: every construct nvcc 13 emits reads into the syntax tree, and bad PTX gets file:line:col errors."""
 import pytest
 
-from emulator import syntax as S
+from emulator.frontend.ptx import syntax as S
 from emulator.errors import PTXSyntaxError
-from emulator.parse import parse
+from emulator.frontend.ptx.parse import parse
 
 HEADER = ".version 9.0\n.target sm_90\n.address_size 64\n"
 

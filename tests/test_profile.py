@@ -12,9 +12,9 @@ import pytest
 
 import emulator
 from emulator.ir import KernelParam
-from emulator.profile import Profile, bank_picture, render_html
-from emulator.spec import default_arguments
-from emulator.stats import MemoryStats
+from emulator.observers.profile import Profile, bank_picture, render_html
+from emulator.runtime.spec import default_arguments
+from emulator.observers.stats import MemoryStats
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSPOSE = ROOT / "examples" / "transpose" / "transpose.ptx"

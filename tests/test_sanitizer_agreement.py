@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 import emulator
-from emulator.checks import CheckSession, compare_outputs
+from emulator.observers.checks import CheckSession, compare_outputs
 from emulator.errors import DeviceError
-from emulator.policies import RandomSchedule
+from emulator.machine.policies import RandomSchedule
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "tests" / "sanitizer"

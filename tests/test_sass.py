@@ -11,15 +11,15 @@ import pytest
 
 import emulator
 from emulator.errors import PTXSyntaxError, UsageError
-from emulator.executors import lanes_of
-from emulator.launch import Device, Module
-from emulator.observe import Observer
-from emulator.sass import looks_like_sass
-from emulator.sass import table as T
-from emulator.sass.mangle import parameter_types
-from emulator.sass.module import SassModule
-from emulator.spec import check_launch, read_launches
-from emulator.stats import MemoryStats
+from emulator.machine.executors import lanes_of
+from emulator.runtime.launch import Device, Module
+from emulator.machine.observe import Observer
+from emulator.frontend.sass import looks_like_sass
+from isa import sass as T
+from emulator.frontend.sass.mangle import parameter_types
+from emulator.runtime.sass import SassModule
+from emulator.runtime.spec import check_launch, read_launches
+from emulator.observers.stats import MemoryStats
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "examples" / "sass"
@@ -805,8 +805,8 @@ def test_stats_report_each_warps_trips_round_the_ldslk_loop(listing, kernel, rou
 def test_ctas_on_one_sm_share_its_256_ldslk_locks():
     # the seed: 256 locks per SM, indexed by bits 2-9 of the shared address; %smid is the CTA modulo 132
     from types import SimpleNamespace
-    from emulator.executors import ALL
-    from emulator.sass.executors import _lock_keys
+    from emulator.machine.executors import ALL
+    from emulator.machine.sass import _lock_keys
     batch = SimpleNamespace(n=4 * 32, cta_of=np.repeat(np.arange(4), 32), cta_start=131)
     addresses = np.full(4 * 32, 0x404, dtype=np.uint64)
     keys = _lock_keys(batch, ALL, addresses).reshape(4, 32)
@@ -888,7 +888,7 @@ def test_fermi_lock_loop_reconverges_before_the_barrier_under_every_schedule(blo
     # below the BAR.RED.POPC after the loop: the lanes that took the lock wait there for them, so the
     # barrier, which pre-Volta counts a warp once, sees every warp whole (parked lanes that resumed
     # above it, or a rotation of a spinning warp, let part of a warp through and the rest deadlocked)
-    from emulator.policies import make_policy
+    from emulator.machine.policies import make_policy
     module = emulator.load(SEED / "return32one.sm_20.sass")
     pin = np.resize(PIN, block).astype(np.int32)
     expected = pin.copy()
@@ -923,7 +923,7 @@ def test_constant_banks_outside_1_to_17_are_refused(bank):
 
 def test_a_random_schedule_with_independent_groups_runs_a_fermi_listing_as_warps():
     # the batch knows it is pre-Volta: a policy built for sm_70's independent groups still runs its warps whole
-    from emulator.policies import RandomSchedule
+    from emulator.machine.policies import RandomSchedule
     pin = np.arange(64, dtype=np.int32) + 5
     for seed in range(4):
         out = np.zeros(64, np.int32)

@@ -12,8 +12,8 @@ from emulator.base import cache as cache_module
 from emulator.base.cache import MAGIC, Cache, digest
 from emulator.base.errors import PTXSyntaxError
 from emulator.base.sources import SourceFiles
-from emulator.parse import parse
-from emulator.syntax_cache import parse_cached
+from emulator.frontend.ptx.parse import parse
+from emulator.frontend.ptx.cache import parse_cached
 
 ROOT = Path(__file__).resolve().parents[1]
 PTX = """.version 8.0
@@ -131,8 +131,8 @@ def _opened_files(tmp_path, environment):
         import sys
         opened = []
         sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" else None)
-        from emulator.parse import parse
-        from emulator.sass.parse import _parser as sass_parser
+        from emulator.frontend.ptx.parse import parse
+        from emulator.frontend.sass.parse import _parser as sass_parser
         parse({PTX!r}, "k.ptx")
         sass_parser()
         print("\\n".join(opened))

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import emulator
-from emulator.launch import Device
+from emulator.runtime.launch import Device
 from emulator.memory import c_core_available
-from emulator.spec import read_launches
+from emulator.runtime.spec import read_launches
 from emulator.memory import Memory
-from emulator.stats import (MemoryStats, count_contention, count_distinct, count_sectors, count_wavefronts,
-                            interleaved_local)
+from emulator.observers.stats import (MemoryStats, count_contention, count_distinct, count_sectors, count_wavefronts,
+    interleaved_local)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

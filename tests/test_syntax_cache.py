@@ -1,9 +1,9 @@
 """The on-disk parse cache: a hit gives the same syntax tree, any change to the text misses, damage is ignored."""
 import pytest
 
-from emulator import syntax_cache
+from emulator.frontend.ptx import cache as syntax_cache
 from emulator.errors import PTXSyntaxError
-from emulator.parse import parse
+from emulator.frontend.ptx.parse import parse
 
 PTX = """.version 8.0
 .target sm_90
@@ -28,7 +28,7 @@ def cache(tmp_path, monkeypatch):
 def test_second_parse_of_the_same_text_comes_from_the_cache(cache, monkeypatch):
     first = syntax_cache.parse_cached(PTX, "k.ptx")
     assert len(list(cache.iterdir())) == 1
-    monkeypatch.setattr("emulator.parse.parse", lambda *a: pytest.fail("parsed again"))
+    monkeypatch.setattr("emulator.frontend.ptx.parse.parse", lambda *a: pytest.fail("parsed again"))
     assert syntax_cache.parse_cached(PTX, "k.ptx") == first == parse(PTX, "k.ptx")
 
 

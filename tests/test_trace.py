@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from emulator.pytest_plugin import assert_trace_matches, record_trace
-from emulator.spec import read_launches
-from emulator.trace import diff_traces
+from emulator.runtime.spec import read_launches
+from emulator.observers.trace import diff_traces
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).parent / "golden"
@@ -182,7 +182,7 @@ def test_trace_of_a_launch_the_memory_checker_fails_ends_with_its_error(tmp_path
 
 
 def test_an_access_with_values_on_one_side_only_is_reported_whole_not_as_zero_lanes():
-    from emulator.trace import differing_lanes
+    from emulator.observers.trace import differing_lanes
     record = {"block": [0, 0, 0], "warp": 0, "pc": 3, "mask": "00000003",
               "mem": [{"op": "load", "space": "global", "width": 4, "addr": ["0x10", "0x14"], "value": ["1", "2"]}]}
     other = json.loads(json.dumps(record))

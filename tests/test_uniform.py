@@ -2,7 +2,7 @@
 import numpy as np
 
 import emulator
-from emulator.uniform import uniform_registers
+from emulator.ir.uniform import uniform_registers
 
 PTX = """
 .version 8.0

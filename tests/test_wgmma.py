@@ -7,9 +7,9 @@ import pytest
 
 import emulator
 from emulator.errors import DeviceError, PTXSemanticError
-from emulator.spec import read_launches, run_launch
-from emulator.tensor_ops import tensor_core_sum
-from emulator.wgmma import operand_addresses
+from emulator.runtime.spec import read_launches, run_launch
+from emulator.machine.tensor import tensor_core_sum
+from emulator.machine.wgmma import operand_addresses
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "wgmma"
 SPECS = {spec.name: spec for spec in read_launches(EXAMPLE / "launches.json")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 try:
-    from ._gpuemu_arith import ffi as _ffi, lib as _lib
+    from emulator.accel._gpuemu_arith import ffi as _ffi, lib as _lib
 except ImportError:
     _ffi = _lib = None
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from .text import printable
+from emulator.base.text import printable
 
 MAGIC = b"GPUEMU-CACHE-1\0"
 KEY_FILE = "key"

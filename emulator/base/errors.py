@@ -1,7 +1,7 @@
 """The errors gpuemu reports to people: each one renders as one clear line, never a traceback."""
 from __future__ import annotations
 
-from .text import printable
+from emulator.base.text import printable
 
 
 class GpuemuError(Exception):

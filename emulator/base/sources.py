@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Sequence
 
-from .text import printable
+from emulator.base.text import printable
 
 
 class SourceFiles:

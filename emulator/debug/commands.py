@@ -11,20 +11,20 @@ import numpy as np
 
 from isa.types import TYPES
 
-from .. import ir
-from ..cli import prepare_launch, write_npy_atomically
-from ..base.sources import SourceFiles
-from ..base.text import printable
-from ..base.errors import DeviceError, GpuemuError
-from ..launch import DEFAULT_MAX_STEPS, Launch, dim3, plain_name
-from ..lower import SPECIAL_REGISTERS
-from ..machine import AT_BARRIER, EXITED, NUM_BARRIERS, RUNNING
-from .control import Breakpoint, Engine, Plan, Stop, Watchpoint, contains
-from .expr import (Context, DebugError, evaluate, format_lanes, format_scalar, parse_expression,
-                   parse_format, raw_bits)
-from .record import DEFAULT_HISTORY
-from .state import (SASS_REGISTER, SPACES, CodeAddresses, Registers, ThreadStates, VECTOR_SPECIALS, read_space,
-                    resolve_generic, special_names, special_values, symbol_at, typed_values, warp_masks)
+from emulator import ir
+from emulator.cli.common import prepare_launch, write_npy_atomically
+from emulator.base.sources import SourceFiles
+from emulator.base.text import printable
+from emulator.base.errors import DeviceError, GpuemuError
+from emulator.runtime.launch import DEFAULT_MAX_STEPS, Launch, dim3, plain_name
+from emulator.frontend.ptx.lower import SPECIAL_REGISTERS
+from emulator.machine.batch import AT_BARRIER, EXITED, NUM_BARRIERS, RUNNING
+from emulator.debug.control import Breakpoint, Engine, Plan, Stop, Watchpoint, contains
+from emulator.debug.expr import (Context, DebugError, evaluate, format_lanes, format_scalar, parse_expression,
+    parse_format, raw_bits)
+from emulator.debug.record import DEFAULT_HISTORY
+from emulator.debug.state import (SASS_REGISTER, SPACES, CodeAddresses, Registers, ThreadStates, VECTOR_SPECIALS,
+    read_space, resolve_generic, special_names, special_values, symbol_at, typed_values, warp_masks)
 
 PROMPT = "(gpuemu) "
 _MISALIGNED = ("CUDA_EXCEPTION_6", "Warp Misaligned Address")

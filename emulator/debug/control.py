@@ -15,15 +15,15 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from .. import ir
-from ..base.errors import GpuemuError
-from ..executors import ALL
-from ..machine import EXITED
-from ..memory import DeviceFault, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-from ..observe import Observer
-from .expr import DebugError
-from .record import History, add_store, capture, destinations
-from .state import read_space
+from emulator import ir
+from emulator.base.errors import GpuemuError
+from emulator.machine.executors import ALL
+from emulator.machine.batch import EXITED
+from emulator.memory import DeviceFault, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from emulator.machine.observe import Observer
+from emulator.debug.expr import DebugError
+from emulator.debug.record import History, add_store, capture, destinations
+from emulator.debug.state import read_space
 
 
 class Abandon(BaseException):

@@ -13,8 +13,8 @@ from typing import Deque, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .. import ir
-from ..executors import ALL
+from emulator import ir
+from emulator.machine.executors import ALL
 
 DEFAULT_HISTORY = 100_000
 #: the scheduler state a control instruction may change (rpc is derived from the records instead)

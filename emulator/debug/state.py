@@ -10,15 +10,15 @@ import numpy as np
 
 from isa.types import TYPES
 
-from .. import ir
-from ..executors import ALL
-from ..launch import plain_name
-from ..lower import SPECIAL_REGISTERS
-from ..machine import AT_BARRIER, EXITED, INF, RUNNING
-from ..memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-from ..sass.lower import SassProgram
-from ..sass.operands import Address, ConstWord, Pred, SignBit, Value
-from .expr import DebugError
+from emulator import ir
+from emulator.machine.executors import ALL
+from emulator.runtime.launch import plain_name
+from emulator.frontend.ptx.lower import SPECIAL_REGISTERS
+from emulator.machine.batch import AT_BARRIER, EXITED, INF, RUNNING
+from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from emulator.frontend.sass.lower import SassProgram
+from emulator.ir.sass import Address, ConstWord, Pred, SignBit, Value
+from emulator.debug.expr import DebugError
 
 SPACES = ("global", "shared", "local", "const", "param", "generic")
 #: bytes of code per instruction in the addresses the debugger shows (as compute-sanitizer's `kernel+0x…`)

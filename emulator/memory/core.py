@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import fallback
-from .spaces import (ACCESS_WIDTHS, ATOMIC_DTYPES, ATOMIC_OPS, ATOMIC_OPS_BY_TYPE, ATOMIC_TYPES,
-                     COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD, FAULT_KINDS, LOCAL_WINDOW,
-                     NULL_LIMIT, SHARED_WINDOW, SPACE_CODES, SPACE_NAMES, WINDOW_SIZE,
-                     ARENA_ALIGN, Allocation, DeviceFault, GlobalHeap, Layout, RequestTotals, align_up,
-                     check_thread_range)
+from emulator.memory import fallback
+from emulator.memory.spaces import (ACCESS_WIDTHS, ATOMIC_DTYPES, ATOMIC_OPS, ATOMIC_OPS_BY_TYPE, ATOMIC_TYPES,
+    COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD, FAULT_KINDS, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW,
+    SPACE_CODES, SPACE_NAMES, WINDOW_SIZE, ARENA_ALIGN, Allocation, DeviceFault, GlobalHeap, Layout, RequestTotals,
+    align_up, check_thread_range)
 
 try:
-    from . import _gpuemu_core
+    from emulator.memory import _gpuemu_core
 except ImportError:
     _gpuemu_core = None
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spaces import (ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD, FLAG_FREED,
-                     FLAG_READ_ONLY, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, SPACE_CODES,
-                     WINDOW_SIZE, Layout, RequestTotals, check_thread_range)
+from emulator.memory.spaces import (ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD,
+    FLAG_FREED, FLAG_READ_ONLY, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, SPACE_CODES, WINDOW_SIZE, Layout,
+    RequestTotals, check_thread_range)
 
 GENERIC, GLOBAL, SHARED, LOCAL = (SPACE_CODES[name] for name in ("generic", "global", "shared", "local"))
 OUT_OF_BOUNDS, MISALIGNED, READ_ONLY, FREED, NULL = 1, 2, 3, 4, 5

@@ -1,0 +1,174 @@
+"""What the commands share: the launch flags, loading a launch from them, output files written whole, progress."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from emulator.base.errors import UsageError
+from emulator.runtime.spec import default_arguments, parse_arg
+
+
+class RunFeature:
+    """Something `gpuemu run` can attach to a launch: its flags, an observer, a scheduling policy, and what it
+    reports afterwards (after_run may raise a GpuemuError for findings: outputs and the report are still
+    written, then the command exits with that error's status)."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add this feature's flags to `gpuemu run`."""
+
+    def observer_for(self, options, module, kernel):
+        """The observer to attach to the launch, or None when the flags do not ask for this feature."""
+        return None
+
+    def policy_for(self, options):
+        """A scheduling policy replacing lockstep, or None."""
+        return None
+
+    def after_run(self, options, observer, stats, report: dict) -> None:
+        """Print and record (in report, the --json data) what the observer found."""
+
+
+class UsageParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def parse_dims(text: str, what: str):
+    try:
+        values = [int(part, 0) for part in text.replace("x", ",").split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"{what} '{text}' is not X[,Y[,Z]] of integers") from None
+    if not 1 <= len(values) <= 3:
+        raise UsageError(f"{what} '{text}' must have 1 to 3 components")
+    return tuple(values)
+
+
+def _write_atomically(path: str, suffix: str, write, binary: bool) -> None:
+    """Write through a temporary file in the same directory, then rename it over path, so a reader never sees half
+    a file; the file gets the permissions the umask gives a new file, not mkstemp's private 0600."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=directory, suffix=suffix)
+    try:
+        with os.fdopen(handle, "wb" if binary else "w") as stream:
+            write(stream)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+
+
+def write_npy_atomically(path: str, array: np.ndarray) -> None:
+    _write_atomically(path, ".npy.tmp", lambda stream: np.save(stream, array, allow_pickle=False), binary=True)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number")
+    return value
+
+
+def check_output_path(path: str, flag: str) -> None:
+    """Fail before the run, not after it, when an output file could not be written there."""
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path}: is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{flag} {path}: cannot create {directory} ({error.strerror})") from None
+    if not os.access(directory, os.W_OK):
+        raise UsageError(f"{flag} {path}: the directory is not writable")
+
+
+def write_json_atomically(path: str, data: dict) -> None:
+    def write(stream) -> None:
+        json.dump(data, stream, indent=2, sort_keys=True, default=str)
+        stream.write("\n")
+    _write_atomically(path, ".json.tmp", write, binary=False)
+
+
+def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every command that launches a kernel shares (run, profile, debug)."""
+    parser.add_argument("file", help="PTX file (as nvcc -ptx, Triton or clang emit it)")
+    parser.add_argument("--kernel", help="entry name, mangled or plain (default: the only kernel)")
+    parser.add_argument("--grid", required=True, help="grid dimensions X[,Y[,Z]]")
+    parser.add_argument("--block", required=True, help="block dimensions X[,Y[,Z]]")
+    parser.add_argument("--shared", type=lambda s: int(s, 0), default=0, help="dynamic shared memory bytes")
+    parser.add_argument("--max-dynamic-shared", type=lambda s: int(s, 0), default=None,
+                        help="opt in to more than 48 KB of dynamic shared memory (cudaFuncSetAttribute)")
+    parser.add_argument("--arg", action="append", default=[], metavar="SPEC",
+                        help="kernel argument in parameter order: @file.npy, zeros:DTYPE:COUNT, DTYPE:VALUE or "
+                             "bytes:HEX (a struct by value)")
+    parser.add_argument("--const", action="append", default=[], metavar="NAME=@file.npy",
+                        help="set a __constant__ (or __device__) symbol before the launch")
+    parser.add_argument("--max-steps", type=positive_int, default=None,
+                        help="stop after this many scheduler steps (default 20,000,000)")
+    parser.add_argument("--source-dir", action="append", default=[], metavar="DIR",
+                        help="where to look for the CUDA sources the PTX's .file names (default: only beside the PTX)")
+    parser.add_argument("--backend", choices=("auto", "c", "numpy"), default="auto",
+                        help="memory core: the C library or the pure-numpy fallback")
+
+
+class ProgressLine:
+    """A CTA counter on one terminal line, shown once a launch has run for `delay` seconds."""
+
+    def __init__(self, stream, kernel_name: str, delay: float = 2.0):
+        self.stream, self.kernel_name, self.delay = stream, kernel_name, delay
+        self.started = time.monotonic()
+        self.width = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        elapsed = time.monotonic() - self.started
+        if elapsed < self.delay or done >= total:
+            return
+        text = f"gpuemu: {self.kernel_name}: {done:,} of {total:,} CTAs ({100 * done // total}%), {elapsed:.0f} s"
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+
+    def close(self) -> None:
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+
+
+def prepare_launch(options, stdout=None):
+    """Load the module, resolve the kernel, set constants and parse the arguments; device printf writes to stdout
+    (default: sys.stdout)."""
+    from emulator.runtime.launch import Device, Module
+    if not os.path.exists(options.file):
+        raise UsageError(f"{options.file}: no such file")
+    with open(options.file, encoding="utf-8", errors="replace") as handle:
+        text = handle.read()
+    device = Device(backend=options.backend, stdout=stdout)
+    module = Module(text, options.file, device)
+    kernel = module.kernel(options.kernel)
+    for item in options.const:
+        name, sep, spec = item.partition("=")
+        if not sep or not spec.startswith("@"):
+            raise UsageError(f"--const '{item}' should be NAME=@file.npy")
+        module.set_symbol(name, parse_arg(spec))
+    grid = parse_dims(options.grid, "--grid")
+    block = parse_dims(options.block, "--block")
+    if options.arg or not kernel.params:
+        args = [parse_arg(spec) for spec in options.arg]
+    else:
+        args, note = default_arguments(kernel.params, grid, block)
+        print(f"gpuemu: {note}", file=sys.stderr)
+    return module, kernel, args, grid, block

@@ -1,0 +1,497 @@
+"""Syntax tree → IR for one kernel: lexical register scopes, labels → pcs, symbols → addresses."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+from isa.table import DecodeError, decode
+from isa.types import TYPES, storage_dtype
+
+from emulator import ir
+from emulator.frontend.ptx import syntax as S
+from emulator.base.errors import PTXSemanticError
+
+
+BUILTIN_FUNCTIONS = ("vprintf", "__assertfail", "malloc", "free")
+MAX_LOCAL_BYTES = 512 * 1024
+
+SPECIAL_REGISTERS = {
+    "%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid",
+    "%gridid", "%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt",
+    "%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi",
+    "%total_smem_size", "%dynamic_smem_size", "%aggr_smem_size", "%reserved_smem_offset_begin",
+    "%reserved_smem_offset_end", "%reserved_smem_offset_cap", "%current_graph_exec",
+    "%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid", "%cluster_ctarank",
+    "%cluster_nctarank", "%is_explicit_cluster",
+} | {f"%envreg{i}" for i in range(32)} | {f"%pm{i}" for i in range(8)} | {f"%pm{i}_64" for i in range(8)}
+#: the .v4 special registers, read one component at a time (.w is always 0)
+VECTOR_SPECIAL_REGISTERS = {"%tid", "%ntid", "%ctaid", "%nctaid", "%clusterid", "%nclusterid", "%cluster_ctaid",
+                            "%cluster_nctaid"}
+
+_CONTROL = {"bra": ir.BRANCH, "exit": ir.EXIT, "ret": ir.RETURN, "bar": ir.BARRIER, "barrier": ir.BARRIER,
+            "call": ir.CALL, "trap": ir.TRAP, "brkpt": ir.TRAP}
+
+
+def type_size(type_name: str) -> int:
+    return TYPES[type_name].bytes if type_name in TYPES else 16
+
+
+def _align_up(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
+
+
+def variable_size(decl) -> int:
+    count = decl.element_count
+    return type_size(decl.type) * (count if count is not None else 0)
+
+
+def variable_align(decl) -> int:
+    return max(decl.align or 1, type_size(decl.type) * (decl.vector if decl.vector > 1 else 1))
+
+
+def _walk(block: S.Block):
+    for statement in block.statements:
+        if isinstance(statement, S.Block):
+            yield from _walk(statement)
+        else:
+            yield statement
+
+
+def called_functions(function: S.Function) -> List[str]:
+    names = []
+    if function.body is None:
+        return names
+    for statement in _walk(function.body):
+        if isinstance(statement, S.Instruction) and statement.opcode == "call":
+            for operand in statement.operands:
+                if isinstance(operand, S.Sym):
+                    names.append(operand.name)
+                    break
+    return names
+
+
+def referenced_symbols(function: S.Function) -> set:
+    names = set()
+    if function.body is None:
+        return names
+
+    def visit(operand):
+        if isinstance(operand, S.Sym):
+            names.add(operand.name)
+        elif isinstance(operand, S.Addr) and isinstance(operand.base, S.Sym):
+            names.add(operand.base.name)
+        elif isinstance(operand, (S.Vec, S.CallList)):
+            for item in operand.items:
+                visit(item)
+
+    for statement in _walk(function.body):
+        if isinstance(statement, S.Instruction):
+            for operand in statement.operands:
+                visit(operand)
+    return names
+
+
+_TRAILING_DIGITS = re.compile(r"^(.*?)(\d+)$")
+
+
+class _Scope:
+    """One { } block: its registers (single names and %r<N> ranges, made on first use) and symbols."""
+
+    def __init__(self, parent: Optional["_Scope"], new_register=None):
+        self.parent = parent
+        self.new_register = new_register if new_register is not None else parent.new_register
+        self.registers: Dict[str, ir.RegInfo] = {}
+        self.ranges: Dict[str, Tuple[int, str]] = {}
+        self.symbols: Dict[str, ir.SymbolInfo] = {}
+
+    def _own(self, name: str) -> Optional[ir.RegInfo]:
+        if name in self.registers:
+            return self.registers[name]
+        match = _TRAILING_DIGITS.match(name)
+        if match and match.group(1) in self.ranges and not (len(match.group(2)) > 1 and match.group(2)[0] == "0"):
+            count, type_name = self.ranges[match.group(1)]
+            if int(match.group(2)) < count:
+                self.registers[name] = self.new_register(name, type_name)
+                return self.registers[name]
+        return None
+
+    def register(self, name: str) -> Optional[ir.RegInfo]:
+        scope = self
+        while scope is not None:
+            found = scope._own(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def symbol(self, name: str) -> Optional[ir.SymbolInfo]:
+        scope = self
+        while scope is not None:
+            if name in scope.symbols:
+                return scope.symbols[name]
+            scope = scope.parent
+        return None
+
+
+class KernelLowering:
+    """Lowers one entry function and the .funcs it calls into an ir.Program."""
+
+    def __init__(self, module: S.Module, kernel: S.Function, module_symbols: Dict[str, ir.SymbolInfo]):
+        self.module = module
+        self.kernel = kernel
+        self.module_symbols = module_symbols
+        self.source = module.source_name
+        self.registers: List[ir.RegInfo] = []
+        self.instrs: List[ir.Instr] = []
+        self.functions: Dict[str, ir.FunctionInfo] = {}
+        self.labels: Dict[str, int] = {}
+        self.symbols: Dict[str, ir.SymbolInfo] = {}
+        self.local_bytes = 0
+        self.shared_bytes = 0
+        self.has_dynamic_shared = False
+        self.pending_branches: List[Tuple[ir.Instr, str, S.Instruction]] = []
+
+    def error(self, pos: S.Pos, message: str) -> PTXSemanticError:
+        return PTXSemanticError(self.source, pos.line, pos.col + 0, message)
+
+    # ---- layout ----
+    def _reachable(self) -> List[S.Function]:
+        by_name = {fn.name: fn for fn in self.module.functions}
+        order = [self.kernel]
+        seen = {self.kernel.name}
+        stack = [self.kernel]
+        while stack:
+            fn = stack.pop()
+            for callee in called_functions(fn):
+                if callee in seen or callee in BUILTIN_FUNCTIONS:
+                    continue
+                target = by_name.get(callee)
+                if target is None:
+                    continue
+                seen.add(callee)
+                order.append(target)
+                stack.append(target)
+        for fn in order:
+            if fn.body is None and fn.name != self.kernel.name and fn.name not in BUILTIN_FUNCTIONS:
+                raise self.error(fn.pos, f"call to external function '{fn.name}' is not supported")
+        self._check_recursion(order, by_name)
+        return order
+
+    def _check_recursion(self, functions, by_name) -> None:
+        graph = {fn.name: [c for c in called_functions(fn) if c in by_name] for fn in functions}
+        state: Dict[str, int] = {}
+
+        def visit(name, path):
+            state[name] = 1
+            for callee in graph.get(name, ()):
+                if state.get(callee) == 1:
+                    raise self.error(by_name[callee].pos,
+                                     f"recursive call {' -> '.join(path + [callee])} is not supported")
+                if state.get(callee) is None:
+                    visit(callee, path + [callee])
+            state[name] = 2
+
+        visit(self.kernel.name, [self.kernel.name])
+
+    def _layout_shared(self, functions: List[S.Function]) -> None:
+        used = set()
+        for fn in functions:
+            used |= referenced_symbols(fn)
+        offset = 0
+        dynamic: List[S.VarDecl] = []
+
+        def place(decl: S.VarDecl, scope_symbols: Dict[str, ir.SymbolInfo]) -> None:
+            nonlocal offset
+            if decl.element_count is None or "extern" in decl.linkage:
+                dynamic.append((decl, scope_symbols))
+                return
+            align = variable_align(decl)
+            offset = _align_up(offset, align)
+            scope_symbols[decl.name] = ir.SymbolInfo(decl.name, "shared", offset, variable_size(decl), align)
+            offset += variable_size(decl)
+
+        for decl in self.module.variables:
+            if decl.space == "shared" and decl.name in used:
+                place(decl, self.symbols)
+        self._function_shared: Dict[str, Dict[str, ir.SymbolInfo]] = {}
+        for fn in functions:
+            table: Dict[str, ir.SymbolInfo] = {}
+            if fn.body is not None:
+                for statement in _walk(fn.body):
+                    if isinstance(statement, S.VarDecl) and statement.space == "shared":
+                        place(statement, table)
+            self._function_shared[fn.name] = table
+        self.shared_bytes = offset
+        dynamic_start = offset
+        for decl, table in dynamic:
+            dynamic_start = _align_up(dynamic_start, max(16, variable_align(decl)))
+        for decl, table in dynamic:
+            self.has_dynamic_shared = True
+            table[decl.name] = ir.SymbolInfo(decl.name, "shared", dynamic_start, 0, variable_align(decl))
+        self.dynamic_shared_offset = dynamic_start
+
+    def _alloc_local(self, size: int, align: int) -> int:
+        self.local_bytes = _align_up(self.local_bytes, max(align, 1))
+        offset = self.local_bytes
+        self.local_bytes += size
+        return offset
+
+    # ---- registers and symbols ----
+    def _new_register(self, name: str, type_name: str) -> ir.RegInfo:
+        info = ir.RegInfo(len(self.registers), name, type_name, storage_dtype(TYPES[type_name].bits))
+        self.registers.append(info)
+        return info
+
+    def _declare_registers(self, scope: _Scope, decl: S.RegDecl) -> None:
+        if decl.vector > 1:
+            raise self.error(decl.pos, "vector registers (.reg .v2/.v4) are not supported")
+        if decl.type not in TYPES:
+            raise self.error(decl.pos, f"registers of type .{decl.type} are not supported")
+        for name, count in decl.names:
+            if (name in scope.registers) if count is None else (name in scope.ranges):
+                raise self.error(decl.pos, f"duplicate definition of register {name}{'' if count is None else '<>'}")
+            if count is None:
+                scope.registers[name] = self._new_register(name, decl.type)
+            else:
+                scope.ranges[name] = (count, decl.type)
+
+    def _declare_variable(self, scope: _Scope, fn: S.Function, decl: S.VarDecl) -> None:
+        if decl.space == "shared":
+            scope.symbols[decl.name] = self._function_shared[fn.name][decl.name]
+        elif decl.space == "local":
+            size, align = variable_size(decl), variable_align(decl)
+            scope.symbols[decl.name] = ir.SymbolInfo(decl.name, "local", self._alloc_local(size, align), size, align)
+        elif decl.space == "param":
+            size, align = variable_size(decl), variable_align(decl)
+            offset = self._alloc_local(size, align)
+            scope.symbols[decl.name] = ir.SymbolInfo(decl.name, "fparam", ir.FUNC_PARAM_BASE + offset, size, align)
+        elif decl.space in ("global", "const"):
+            raise self.error(decl.pos, f"function-scope .{decl.space} variables are not supported")
+        else:
+            raise self.error(decl.pos, f"unsupported state space .{decl.space}")
+
+    def _param_symbol(self, decl: S.ParamDecl) -> ir.SymbolInfo:
+        size = type_size(decl.type) * decl.element_count
+        align = max(decl.align or 1, type_size(decl.type))
+        offset = self._alloc_local(size, align)
+        return ir.SymbolInfo(decl.name, "fparam", ir.FUNC_PARAM_BASE + offset, size, align)
+
+    # ---- instructions ----
+    def lower(self) -> ir.Program:
+        functions = self._reachable()
+        self._layout_shared(functions)
+        kernel_params, param_bytes = self._kernel_params()
+        root = _Scope(None, self._new_register)
+        root.symbols.update(self.module_symbols)
+        root.symbols.update(self.symbols)
+        function_scopes = {}
+        for fn in functions[1:]:
+            scope = _Scope(root)
+            params = tuple(self._param_symbol(p) for p in fn.params)
+            returns = tuple(self._param_symbol(p) for p in fn.returns)
+            for symbol in params + returns:
+                scope.symbols[symbol.name] = symbol
+            for decl in fn.params + fn.returns:
+                if decl.space == "reg":
+                    raise self.error(decl.pos, ".reg function parameters are not supported")
+            self.functions[fn.name] = ir.FunctionInfo(fn.name, -1, params, returns)
+            function_scopes[fn.name] = scope
+        kernel_scope = _Scope(root)
+        for param in kernel_params:
+            kernel_scope.symbols[param.name] = ir.SymbolInfo(param.name, "param", param.offset, param.size,
+                                                             param.align)
+        function_scopes[self.kernel.name] = kernel_scope
+        self.functions[self.kernel.name] = ir.FunctionInfo(self.kernel.name, 0, (), ())
+        for fn in functions:
+            self.functions[fn.name].entry_pc = len(self.instrs)
+            self._current_labels: Dict[str, int] = {}
+            self._function_pending: List[Tuple[ir.Instr, S.Instruction]] = []
+            self._loc: Optional[Tuple[str, int]] = None
+            self._lower_block(fn, fn.body, _Scope(function_scopes[fn.name]))
+            if not self.instrs or self.instrs[-1].function != fn.name or \
+                    self.instrs[-1].control not in (ir.EXIT, ir.RETURN, ir.BRANCH, ir.TRAP):
+                self.instrs.append(self._implicit_return(fn))
+            for instr, syntax in self._function_pending:
+                name = syntax.operands[0].name
+                if name not in self._current_labels:
+                    raise self.error(syntax.pos, f"undefined label '{name}'")
+                instr.target = self._current_labels[name]
+                instr.operands = (ir.LabelRef(name, instr.target),)
+            for name, pc in self._current_labels.items():
+                self.labels.setdefault(name, pc)
+        if self.local_bytes > MAX_LOCAL_BYTES:
+            raise self.error(self.kernel.pos, f"{self.local_bytes} bytes of local memory per thread exceed the "
+                                              f"{MAX_LOCAL_BYTES}-byte limit")
+        directives = {name: values for name, values in self.kernel.directives}
+        return ir.Program(
+            name=self.kernel.name, source_name=self.source, instrs=self.instrs, registers=self.registers,
+            params=kernel_params, param_bytes=param_bytes, static_shared=self.shared_bytes,
+            has_dynamic_shared=self.has_dynamic_shared, local_bytes=_align_up(self.local_bytes, 16),
+            functions=self.functions, labels=self.labels,
+            symbols={**self.module_symbols, **self.symbols}, files=dict(self.module.files),
+            directives=directives, lines=self.module.lines)
+
+    def _implicit_return(self, fn: S.Function) -> ir.Instr:
+        line = len(self.module.lines)
+        control = ir.EXIT if fn is self.kernel else ir.RETURN
+        return ir.Instr(len(self.instrs), fn.name, line, 1, "ret; (end of function)", self._loc, "ret", None,
+                        control, None, ())
+
+    def _kernel_params(self):
+        params = []
+        offset = 0
+        for decl in self.kernel.params:
+            size = type_size(decl.type) * decl.element_count
+            align = max(decl.align or 1, type_size(decl.type))
+            offset = _align_up(offset, align)
+            params.append(ir.KernelParam(decl.name, decl.type, offset, size, align))
+            offset += size
+        return params, offset
+
+    def _lower_block(self, fn: S.Function, block: Optional[S.Block], scope: _Scope) -> None:
+        if block is None:
+            return
+        for statement in block.statements:
+            if isinstance(statement, S.RegDecl):
+                self._declare_registers(scope, statement)
+            elif isinstance(statement, S.VarDecl):
+                self._declare_variable(scope, fn, statement)
+            elif isinstance(statement, S.Label):
+                if statement.name in self._current_labels:
+                    raise self.error(statement.pos, f"label '{statement.name}' defined twice")
+                self._current_labels[statement.name] = len(self.instrs)
+            elif isinstance(statement, S.Block):
+                self._lower_block(fn, statement, _Scope(scope))
+            elif isinstance(statement, S.SourceLoc):
+                files = dict(self.module.files)
+                self._loc = (files.get(statement.file, f"file{statement.file}"), statement.line)
+            elif isinstance(statement, S.Instruction):
+                self.instrs.append(self._lower_instruction(fn, statement, scope))
+
+    def _lower_instruction(self, fn: S.Function, syntax: S.Instruction, scope: _Scope) -> ir.Instr:
+        opcode = ".".join((syntax.opcode,) + syntax.modifiers)
+        try:
+            decoded = decode(syntax.opcode, syntax.modifiers)
+        except DecodeError as error:
+            raise self.error(syntax.pos, f"{error} in '{opcode}'") from None
+        guard = None
+        if syntax.guard is not None:
+            reg = scope.register(syntax.guard)
+            if reg is None:
+                raise self.error(syntax.pos, f"undeclared predicate register '{syntax.guard}'")
+            if reg.type != "pred":
+                raise self.error(syntax.pos, f"guard '{syntax.guard}' is not a .pred register")
+            guard = (reg, syntax.guard_negated)
+        line = syntax.pos.line
+        text = self.module.lines[line - 1].strip() if 0 < line <= len(self.module.lines) else opcode
+        control = _CONTROL.get(syntax.opcode, ir.STRAIGHT)
+        if syntax.opcode in ("bar", "barrier") and decoded.has("barwarp"):
+            control = ir.STRAIGHT
+        if syntax.opcode == "ret" and fn is self.kernel:
+            control = ir.EXIT
+        instr = ir.Instr(len(self.instrs), fn.name, line, syntax.pos.col, text, self._loc, opcode, decoded,
+                         control, guard, ())
+        if syntax.opcode == "bra":
+            if len(syntax.operands) != 1 or not isinstance(syntax.operands[0], S.Sym):
+                raise self.error(syntax.pos, "bra needs one label operand")
+            self._function_pending.append((instr, syntax))
+            return instr
+        if syntax.opcode == "call":
+            instr.operands = self._call_operands(syntax, scope)
+            return instr
+        instr.operands = tuple(self._operand(operand, syntax, scope) for operand in syntax.operands)
+        self._check_operand_count(instr, syntax)
+        return instr
+
+    def _check_operand_count(self, instr: ir.Instr, syntax: S.Instruction) -> None:
+        family = instr.decoded.family
+        if family.op_class not in ("alu",):
+            return
+        signature = instr.decoded.signature
+        wanted = len(signature.sources) + (1 if signature.dest else 0)
+        given = len(instr.operands)
+        if not wanted - signature.optional <= given <= wanted:
+            raise self.error(syntax.pos, f"'{instr.opcode}' takes {wanted} operands, got {given}")
+
+    def _call_operands(self, syntax: S.Instruction, scope: _Scope):
+        operands = list(syntax.operands)
+        returns: List[ir.SymbolInfo] = []
+        if operands and isinstance(operands[0], S.CallList):
+            returns = [self._call_param(item, syntax, scope) for item in operands[0].items]
+            operands = operands[1:]
+        if not operands or not isinstance(operands[0], S.Sym):
+            raise self.error(syntax.pos, "indirect calls (call through a register) are not supported")
+        callee = operands[0].name
+        arguments: List[ir.SymbolInfo] = []
+        if len(operands) > 1 and isinstance(operands[1], S.CallList):
+            arguments = [self._call_param(item, syntax, scope) for item in operands[1].items]
+        if callee not in BUILTIN_FUNCTIONS and callee not in self.functions:
+            raise self.error(syntax.pos, f"call to unknown function '{callee}'")
+        return (ir.CallSite(callee, tuple(arguments), tuple(returns)),)
+
+    def _call_param(self, operand, syntax, scope) -> ir.SymbolInfo:
+        if not isinstance(operand, S.Sym):
+            raise self.error(syntax.pos, "call arguments must be .param variables")
+        symbol = scope.symbol(operand.name)
+        if symbol is None or symbol.space != "fparam":
+            raise self.error(syntax.pos, f"'{operand.name}' is not a .param variable")
+        return symbol
+
+    def _operand(self, operand, syntax: S.Instruction, scope: _Scope):
+        if isinstance(operand, S.Reg):
+            return self._reg_operand(operand.name, syntax, scope)
+        if isinstance(operand, S.NotReg):
+            return ir.NotRef(self._reg_operand(operand.name, syntax, scope))
+        if isinstance(operand, S.PredPair):
+            second = None if operand.second == "_" else self._reg_operand(operand.second, syntax, scope)
+            return ir.PredPairRef(self._reg_operand(operand.first, syntax, scope), second)
+        if isinstance(operand, S.Imm):
+            return ir.ImmRef(operand.kind, operand.value)
+        if isinstance(operand, S.Sink):
+            return ir.SinkRef()
+        if isinstance(operand, S.Sym):
+            reg = scope.register(operand.name)
+            if reg is not None and operand.offset == 0:
+                return ir.RegRef(reg)
+            symbol = scope.symbol(operand.name)
+            if symbol is None:
+                raise self.error(syntax.pos, f"undeclared name '{operand.name}'")
+            return ir.SymRef(symbol, operand.offset)
+        if isinstance(operand, S.Vec):
+            return ir.VecRef(tuple(self._operand(item, syntax, scope) for item in operand.items))
+        if isinstance(operand, S.Addr):
+            if operand.base is None:
+                return ir.AddrRef(None, None, operand.offset)
+            if isinstance(operand.base, S.Reg):
+                return ir.AddrRef(self._reg_operand(operand.base.name, syntax, scope), None, operand.offset)
+            reg = scope.register(operand.base.name)
+            if reg is not None:
+                return ir.AddrRef(ir.RegRef(reg), None, operand.offset)
+            symbol = scope.symbol(operand.base.name)
+            if symbol is None:
+                raise self.error(syntax.pos, f"undeclared name '{operand.base.name}'")
+            return ir.AddrRef(None, symbol, operand.offset)
+        raise self.error(syntax.pos, f"operand {operand} is not allowed here")
+
+    def _reg_operand(self, name: str, syntax: S.Instruction, scope: _Scope):
+        base, _, component = name.partition(".")
+        if base in SPECIAL_REGISTERS:
+            if base in VECTOR_SPECIAL_REGISTERS and component not in ("x", "y", "z", "w"):
+                raise self.error(syntax.pos, f"'{name}': {base} is a vector; name its .x, .y, .z or .w")
+            if base not in VECTOR_SPECIAL_REGISTERS and component:
+                raise self.error(syntax.pos, f"'{name}': {base} has no components")
+            return ir.SpecialRef(name[1:])
+        reg = scope.register(name)
+        if reg is None:
+            raise self.error(syntax.pos, f"undeclared register '{name}'")
+        return ir.RegRef(reg)
+
+
+def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, ir.SymbolInfo]) -> ir.Program:
+    kernel = next((fn for fn in module.functions if fn.name == kernel_name and fn.kind == "entry"), None)
+    if kernel is None:
+        raise KeyError(kernel_name)
+    if kernel.body is None:
+        raise PTXSemanticError(module.source_name, kernel.pos.line, kernel.pos.col,
+                               f"kernel '{kernel_name}' has no body")
+    return KernelLowering(module, kernel, module_symbols).lower()

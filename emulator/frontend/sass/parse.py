@@ -1,0 +1,167 @@
+"""SASS listing text (cuobjdump -sass, nvdisasm, hand-copied) → emulator.sass.syntax; file:line:col errors."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import List, Optional
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedInput, VisitError
+
+
+from emulator.base.errors import PTXSyntaxError
+from emulator.frontend.ptx.parse import build_parser, syntax_error
+from emulator.frontend.ptx.syntax import Pos
+from emulator.frontend.sass import syntax as S
+
+_TERMINAL_WORDS = {
+    "OPCODE": "an instruction", "NAME": "a register or name", "NUMBER": "a number",
+    "ADDRESS": "an address such as /*0010*/", "FUNCTION": "'Function : name'", "SEMICOLON": "';'",
+    "COMMA": "','", "LSQB": "'['", "RSQB": "']'", "$END": "end of file",
+}
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return build_parser("sass", lexer="contextual")
+
+
+def _pos(token: Token) -> Pos:
+    return Pos(token.line, token.column)
+
+
+def _sm(text: str) -> str:
+    return re.search(r"sm_\w+", text).group(0)
+
+
+class _ToSyntax(Transformer):
+    """Bottom-up construction of the frozen syntax tree; positions come from the tokens."""
+
+    def name(self, items):
+        return S.Name(str(items[0]))
+
+    def number(self, items):
+        return S.Number(str(items[0]))
+
+    def bare_number(self, items):
+        return S.Number(str(items[0]))
+
+    def bare_negative(self, items):
+        return S.Modified("-", S.Number(str(items[0])))
+
+    def negate(self, items):
+        return S.Modified("-", items[0])
+
+    def plus(self, items):
+        return items[0]
+
+    def logical_not(self, items):
+        return S.Modified("!", items[-1])
+
+    def invert(self, items):
+        return S.Modified("~", items[0])
+
+    def absolute(self, items):
+        inner = items[0]
+        if len(items) > 1 and isinstance(inner, S.Name):
+            inner = S.Name(inner.text + str(items[1]))
+        return S.Modified("|", inner)
+
+    def label_ref(self, items):
+        return S.LabelRef(str(items[0]))
+
+    def addr_name(self, items):
+        return S.AddrTerm("name", str(items[0]))
+
+    def addr_number(self, items):
+        return S.AddrTerm("number", str(items[0]))
+
+    def addr_negative(self, items):
+        return S.AddrTerm("number", str(items[0]), negative=True)
+
+    def bracket(self, items):
+        return tuple(items)
+
+    def bracketed(self, items):
+        prefix = None
+        if isinstance(items[0], Token):
+            prefix, items = str(items[0]), items[1:]
+        return S.Bracketed(prefix, tuple(items))
+
+    def guard(self, items):
+        return ("guard", str(items[-1]), len(items) == 2)
+
+    def instruction(self, items):
+        address = None
+        guard = None
+        opcode = None
+        operands = []
+        for item in items:
+            if isinstance(item, Token) and item.type == "ADDRESS":
+                address = int(str(item)[2:-2], 16)
+            elif isinstance(item, Token) and item.type == "OPCODE":
+                opcode = item
+            elif isinstance(item, tuple) and item and item[0] == "guard":
+                guard = (item[1], item[2])
+            else:
+                operands.append(item)
+        return S.Instruction(address, guard, str(opcode), tuple(operands), _pos(opcode))
+
+    def label(self, items):
+        token = items[0]
+        return S.Label(str(token)[:-1], _pos(token))
+
+    def code_for(self, items):
+        return ("arch", _sm(str(items[0])), items[0])
+
+    def target(self, items):
+        return ("arch", _sm(str(items[0])), items[0])
+
+    def arch(self, items):
+        return ("arch", _sm(str(items[0])), items[0])
+
+    def compile_size(self, items):
+        return ("compile_size", int(re.search(r"\d+", str(items[0])).group(0)), items[0])
+
+    def function(self, items):
+        token = items[0]
+        return ("function", str(token).split(":", 1)[1].strip(), token)
+
+
+def parse_listing(text: str, source: str = "<sass>") -> S.Listing:
+    """Parse a SASS listing into its functions; raise PTXSyntaxError (file:line:col) on bad input."""
+    try:
+        tree = _parser().parse(text)
+        items = _ToSyntax().transform(tree).children
+    except UnexpectedInput as error:
+        raise syntax_error(_parser(), _TERMINAL_WORDS, source, text, error) from None
+    except VisitError as error:
+        raise PTXSyntaxError(source, 1, 1, f"cannot read SASS: {error.orig_exc}") from None
+    arch: Optional[str] = None
+    compile_size: Optional[int] = None
+    functions: List[S.Function] = []
+    header = None
+    body: list = []
+
+    def close():
+        if header is not None:
+            functions.append(S.Function(header[0], header[1], header[2], header[3], tuple(body)))
+
+    for item in items:
+        if isinstance(item, tuple) and item[0] == "arch":
+            arch = item[1]
+        elif isinstance(item, tuple) and item[0] == "compile_size":
+            compile_size = item[1]
+        elif isinstance(item, tuple) and item[0] == "function":
+            close()
+            header = (item[1], _pos(item[2]), arch, compile_size)
+            body = []
+        else:
+            if header is None:
+                raise PTXSyntaxError(source, item.pos.line, item.pos.col,
+                                     "instruction before any 'Function : name' header")
+            body.append(item)
+    close()
+    if not functions:
+        raise PTXSyntaxError(source, 1, 1, "no 'Function : name' header: not a SASS listing")
+    return S.Listing(tuple(functions), tuple(text.splitlines()))

@@ -1,0 +1,154 @@
+"""The lowered program: registers resolved, labels turned into pcs, symbols into addresses."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from isa.table import Decoded
+
+#: per-thread call parameters live in the thread's local window; their .param-space addresses are
+#: offset by this much so that `ld.param [%rd]` can tell them from kernel parameters.
+FUNC_PARAM_BASE = 1 << 24
+
+# control classes: how the scheduler treats an instruction
+STRAIGHT, BRANCH, EXIT, BARRIER, CALL, RETURN, TRAP = range(7)
+
+
+@dataclass(frozen=True)
+class RegInfo:
+    index: int
+    name: str
+    type: str
+    storage: np.dtype
+
+
+@dataclass(frozen=True)
+class RegRef:
+    reg: RegInfo
+
+
+@dataclass(frozen=True)
+class ImmRef:
+    kind: str      # int, f32 (bits), f64 (bits), float
+    value: Any
+
+
+@dataclass(frozen=True)
+class SpecialRef:
+    name: str      # tid.x, ntid.y, laneid, clock64, ...
+
+
+@dataclass(frozen=True)
+class SymbolInfo:
+    name: str
+    space: str     # global, const, shared, local, param (kernel), fparam (per-thread call params)
+    address: int   # address within its space (global: absolute; const: const-bank offset; ...)
+    size: int
+    align: int
+
+
+@dataclass(frozen=True)
+class SymRef:
+    symbol: SymbolInfo
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class AddrRef:
+    base: Optional[RegRef]
+    symbol: Optional[SymbolInfo]
+    offset: int
+
+
+@dataclass(frozen=True)
+class VecRef:
+    items: Tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class PredPairRef:
+    first: RegRef
+    second: Optional[RegRef]
+
+
+@dataclass(frozen=True)
+class NotRef:
+    reg: RegRef
+
+
+@dataclass(frozen=True)
+class SinkRef:
+    pass
+
+
+@dataclass(frozen=True)
+class LabelRef:
+    name: str
+    pc: int
+
+
+@dataclass
+class Instr:
+    pc: int
+    function: str
+    line: int
+    col: int
+    text: str
+    source: Optional[Tuple[str, int]]      # (CUDA file, line) from .loc
+    opcode: str                            # e.g. "ld.global.f32"
+    decoded: Optional[Decoded]
+    control: int
+    guard: Optional[Tuple[RegInfo, bool]]
+    operands: Tuple[Any, ...]
+    target: Optional[int] = None
+    info: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def op_class(self) -> str:
+        return self.decoded.family.op_class if self.decoded else "builtin"
+
+
+@dataclass
+class CallSite:
+    callee: str
+    arguments: Tuple[SymbolInfo, ...]
+    returns: Tuple[SymbolInfo, ...]
+
+
+@dataclass
+class FunctionInfo:
+    name: str
+    entry_pc: int
+    params: Tuple[SymbolInfo, ...]
+    returns: Tuple[SymbolInfo, ...]
+
+
+@dataclass
+class KernelParam:
+    name: str
+    type: str
+    offset: int
+    size: int
+    align: int
+
+
+@dataclass
+class Program:
+    """One kernel and every .func it reaches, ready to bind to a batch of threads."""
+    name: str
+    source_name: str
+    instrs: List[Instr]
+    registers: List[RegInfo]
+    params: List[KernelParam]
+    param_bytes: int
+    static_shared: int
+    has_dynamic_shared: bool
+    local_bytes: int
+    functions: Dict[str, FunctionInfo]
+    labels: Dict[str, int]
+    symbols: Dict[str, SymbolInfo]
+    files: Dict[int, str]
+    directives: Dict[str, Tuple[int, ...]]
+    lines: Tuple[str, ...] = ()

@@ -1,0 +1,821 @@
+"""Executors: each IR instruction bound to one batch's arrays as a closure the scheduler calls with a lane selection.
+
+A selection `sel` is ALL (every thread of the batch: no masking at all) or a sorted int64 array of
+thread indices. Semantics functions never see registers, masks or memory: this module does that
+plumbing once for every instruction family.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from isa.table import Decoded, semantics
+from isa.types import TYPES
+
+from emulator import ir
+from emulator.base.errors import DeviceError
+from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
+
+ALL = slice(None)
+Sel = object
+
+
+def lanes_of(sel, n: int) -> np.ndarray:
+    return np.arange(n, dtype=np.int64) if sel is ALL else sel
+
+
+def count_of(sel, n: int) -> int:
+    return n if sel is ALL else len(sel)
+
+
+def threads_of(sel):
+    return None if sel is ALL else sel
+
+
+def subselect(sel, mask: np.ndarray):
+    """The lanes of sel where mask (aligned with sel) holds."""
+    if sel is ALL:
+        return np.flatnonzero(mask)
+    return sel[mask]
+
+
+# ---- immediates and conversions ------------------------------------------------------------------
+
+def immediate(ref: ir.ImmRef, type_name: str):
+    """An immediate as a numpy scalar of the instruction type (raw bits for raw-bit float types)."""
+    t = TYPES[type_name]
+    if t.kind == "pred":
+        return np.bool_(bool(ref.value))
+    if ref.kind == "int":
+        if t.kind == "float":
+            return t.dtype.type(ref.value)
+        mask = (1 << t.bits) - 1
+        return np.array(ref.value & mask, dtype=np.dtype(f"u{t.bytes}")).view(t.dtype)[()]
+    if ref.kind == "f32":
+        value = np.array(ref.value, dtype=np.uint32).view(np.float32)[()]
+        if t.name == "f64":
+            return np.float64(value)
+        if t.bits == 32:
+            return np.array(ref.value, dtype=np.uint32).view(t.dtype)[()]
+        return t.dtype.type(value) if t.kind == "float" else t.dtype.type(ref.value & ((1 << t.bits) - 1))
+    if ref.kind == "f64":
+        value = np.array(ref.value, dtype=np.uint64).view(np.float64)[()]
+        if t.bits == 64:
+            return np.array(ref.value, dtype=np.uint64).view(t.dtype)[()]
+        if t.name == "f32":
+            return np.float32(value)
+        return t.dtype.type(int(value)) if t.is_int else t.dtype.type(value)
+    value = float(ref.value)
+    if t.kind == "float":
+        return t.dtype.type(value)
+    return t.dtype.type(int(value))
+
+
+def convert(values, type_name: str):
+    """Reinterpret or resize raw values to the numpy dtype of a PTX type (truncating or extending)."""
+    t = TYPES[type_name]
+    values = np.asarray(values)
+    if values.dtype == t.dtype:
+        return values
+    if values.dtype.itemsize == t.dtype.itemsize and values.dtype.kind in "uifb" and t.kind != "pred":
+        return values.view(t.dtype)
+    if t.kind == "pred":
+        return values.astype(bool)
+    if values.dtype.kind == "f" or t.dtype.kind == "f":
+        unsigned = np.dtype(f"u{values.dtype.itemsize}")
+        values = values.view(unsigned)
+        bits = values.astype(np.dtype(f"u{t.dtype.itemsize}"))
+        return bits.view(t.dtype)
+    return values.astype(t.dtype)
+
+
+# ---- operand readers and writers -----------------------------------------------------------------
+
+def reader(batch, ref, type_name: str) -> Callable:
+    """A function sel → the operand's values as the instruction type's dtype (array or scalar)."""
+    t = TYPES[type_name]
+    if isinstance(ref, ir.RegRef) and ref.reg.index in batch.uniform:
+        values, index = batch.uniform_values, ref.reg.index
+        if ref.reg.storage == t.dtype:
+            return lambda sel: values[index]
+        return lambda sel: convert(values[index], type_name)[()]
+    if isinstance(ref, ir.RegRef):
+        storage = batch.regs[ref.reg.index]
+        if storage.dtype.itemsize == t.dtype.itemsize and (storage.dtype == t.dtype or t.kind != "pred"):
+            view = storage if storage.dtype == t.dtype else storage.view(t.dtype)
+            return lambda sel: view[sel]
+        if t.kind == "pred":
+            return lambda sel: storage[sel] != 0
+        if storage.dtype.itemsize > t.dtype.itemsize:
+            narrow = np.dtype(f"u{t.dtype.itemsize}")
+            return lambda sel: storage[sel].astype(narrow).view(t.dtype)
+        signed_src = np.dtype(f"i{storage.dtype.itemsize}") if t.kind == "signed" else storage.dtype
+        wide = np.dtype(f"i{t.dtype.itemsize}") if t.kind == "signed" else np.dtype(f"u{t.dtype.itemsize}")
+        return lambda sel: storage[sel].view(signed_src).astype(wide).view(t.dtype)
+    if isinstance(ref, ir.ImmRef):
+        value = immediate(ref, type_name)
+        return lambda sel: value
+    if isinstance(ref, ir.SpecialRef):
+        special = batch.special(ref.name)
+        if callable(special):
+            return lambda sel: convert(special(sel), type_name)
+        value = convert(special, type_name)
+        if value.ndim == 0:
+            value = value[()]
+            return lambda sel: value
+        return lambda sel: value[sel]
+    if isinstance(ref, ir.SymRef):
+        value = convert(np.uint64(batch.symbol_address(ref.symbol) + ref.offset), type_name)[()]
+        return lambda sel: value
+    if isinstance(ref, ir.NotRef):
+        inner = reader(batch, ref.reg, "pred")
+        return lambda sel: ~inner(sel)
+    raise DeviceError("CUDA_ERROR_INVALID_PTX", "", f"operand {ref} cannot be read as .{type_name}")
+
+
+def writer(batch, ref, type_name: str, track_uniform: bool = True) -> Callable:
+    """A function (sel, values) storing values of the instruction type into the operand (and, for a launch-uniform
+    register, remembering its value as a scalar for the readers)."""
+    if ref is None or isinstance(ref, ir.SinkRef):
+        return lambda sel, values: None
+    if not isinstance(ref, ir.RegRef):
+        raise DeviceError("CUDA_ERROR_INVALID_PTX", "", f"operand {ref} cannot be written")
+    t = TYPES[type_name]
+    storage = batch.regs[ref.reg.index]
+    if track_uniform and ref.reg.index in batch.uniform:
+        store_array = writer(batch, ir.RegRef(ref.reg), type_name, track_uniform=False)
+        uniform_values, index = batch.uniform_values, ref.reg.index
+
+        def store_uniform(sel, values):
+            store_array(sel, values)
+            uniform_values[index] = storage[lanes_of(sel, batch.n)[0]] if sel is not ALL else storage[0]
+        return store_uniform
+    if storage.dtype == t.dtype:
+        def store(sel, values):
+            storage[sel] = values
+        return store
+    if storage.dtype.itemsize == t.dtype.itemsize and t.kind != "pred" and storage.dtype != np.bool_:
+        view = storage.view(t.dtype)
+
+        def store_view(sel, values):
+            view[sel] = values
+        return store_view
+    if storage.dtype == np.bool_:
+        def store_pred(sel, values):
+            storage[sel] = np.asarray(values) != 0
+        return store_pred
+
+    def store_resized(sel, values):
+        values = np.asarray(values, dtype=t.dtype)
+        if t.kind in ("float", "half") and values.dtype.kind == "f":
+            values = values.view(np.dtype(f"u{values.dtype.itemsize}"))
+        storage[sel] = values.astype(storage.dtype)
+    return store_resized
+
+
+def guarded(batch, instr: ir.Instr, execute: Callable) -> Callable:
+    """Run execute only on the lanes whose guard predicate holds."""
+    if instr.guard is None:
+        return execute
+    reg, negated = instr.guard
+    pred = batch.regs[reg.index]
+
+    def run(sel):
+        values = pred[sel]
+        if negated:
+            values = ~values
+        if values.all():
+            execute(sel)
+        elif values.any():
+            execute(subselect(sel, values))
+    return run
+
+
+# ---- ALU --------------------------------------------------------------------------------------------
+
+def build_alu(batch, instr: ir.Instr) -> Callable:
+    decoded = instr.decoded
+    signature = decoded.signature
+    dest, sources = instr.operands[0], instr.operands[1:]
+    fn = semantics(decoded)
+    readers = [reader(batch, ref, ty) for ref, ty in zip(sources, signature.sources)]
+    family = decoded.family
+    if family.carry_in:
+        cc = batch.cc
+        readers.append(lambda sel: cc[sel])
+    carry_out = family.carry_out and decoded.has("cc")
+    carry_always = family.carry_in or carry_out
+    if isinstance(dest, ir.PredPairRef):
+        if family.mnemonic in ("setp", "set"):
+            return _build_setp_pair(batch, decoded, dest, readers)
+        write_first = writer(batch, dest.first, signature.dest)
+        write_second = writer(batch, dest.second, "pred")
+
+        def execute_pair(sel):
+            first, second = fn(*[r(sel) for r in readers])
+            write_first(sel, first)
+            write_second(sel, second)
+        return execute_pair
+    write = writer(batch, dest, signature.dest)
+    if carry_always:
+        cc = batch.cc
+        write_carry = carry_out
+
+        def execute_carry(sel):
+            value, carry = fn(*[r(sel) for r in readers])
+            write(sel, value)
+            if write_carry:
+                cc[sel] = carry
+        return execute_carry
+    if len(readers) == 1:
+        (r0,) = readers
+        return lambda sel: write(sel, fn(r0(sel)))
+    target = _in_place_target(batch, fn, dest, signature)
+    if len(readers) == 2 and target is not None:
+        r0, r1 = readers
+
+        def execute_in_place(sel):
+            if sel is ALL:
+                fn(r0(sel), r1(sel), out=target)
+            else:
+                write(sel, fn(r0(sel), r1(sel)))
+        return execute_in_place
+    if len(readers) == 2:
+        r0, r1 = readers
+        return lambda sel: write(sel, fn(r0(sel), r1(sel)))
+    if len(readers) == 3:
+        r0, r1, r2 = readers
+        return lambda sel: write(sel, fn(r0(sel), r1(sel), r2(sel)))
+    return lambda sel: write(sel, fn(*[r(sel) for r in readers]))
+
+
+def _in_place_target(batch, fn, dest, signature):
+    """The destination register viewed as the result type, when a numpy ufunc can write its whole batch directly
+    (no temporary, no copy): same-typed integer operands and a destination register of that width."""
+    if not isinstance(fn, np.ufunc) or not isinstance(dest, ir.RegRef) or dest.reg.index in batch.uniform:
+        return None
+    t = TYPES[signature.dest]
+    if not t.is_int or any(source != signature.dest for source in signature.sources):
+        return None
+    storage = batch.regs[dest.reg.index]
+    if storage.dtype.itemsize != t.dtype.itemsize:
+        return None
+    return storage if storage.dtype == t.dtype else storage.view(t.dtype)
+
+
+_HALF_OF_PAIR = {"f16x2": "f16", "bf16x2": "bf16"}
+
+
+def _build_setp_pair(batch, decoded: Decoded, dest: ir.PredPairRef, readers) -> Callable:
+    """setp with `p|q`: p = t BOP c and q = !t BOP c; for f16x2/bf16x2, p and q compare the low and high halves."""
+    from isa import intops
+    from isa.table import compare_function
+    op = decoded.get("boolop")
+    write_p = writer(batch, dest.first, "pred")
+    write_q = writer(batch, dest.second, "pred")
+    half = _HALF_OF_PAIR.get(decoded.type)
+    if half is not None:
+        compare_half = compare_function(decoded, half)
+        low_mask, shift = np.uint32(0xFFFF), np.uint32(16)
+
+        def outcomes(sel):
+            a, b = np.asarray(readers[0](sel)), np.asarray(readers[1](sel))
+            low = compare_half((a & low_mask).astype(np.uint16), (b & low_mask).astype(np.uint16))
+            high = compare_half((a >> shift).astype(np.uint16), (b >> shift).astype(np.uint16))
+            return low, high
+    else:
+        compare = compare_function(decoded, decoded.type)
+
+        def outcomes(sel):
+            t = np.asarray(compare(readers[0](sel), readers[1](sel)))
+            return t, ~t
+
+    def execute(sel):
+        p, q = outcomes(sel)
+        if op is not None:
+            c = readers[2](sel)
+            p, q = intops.combine_pred(p, c, op=op), intops.combine_pred(q, c, op=op)
+        write_p(sel, p)
+        write_q(sel, q)
+    return execute
+
+
+# ---- data movement ----------------------------------------------------------------------------------
+
+def build_mov(batch, instr: ir.Instr) -> Callable:
+    type_name = instr.decoded.type
+    dest, source = instr.operands
+    t = TYPES[type_name]
+    if isinstance(source, ir.VecRef):
+        part_bits = t.bits // len(source.items)
+        part_type = f"b{part_bits}"
+        parts = [reader(batch, item, part_type) for item in source.items]
+        wide = np.dtype(f"u{t.bytes}")
+        write = writer(batch, dest, f"b{t.bits}")
+
+        def pack(sel):
+            value = None
+            for i, part in enumerate(parts):
+                piece = np.asarray(part(sel)).astype(wide) << wide.type(i * part_bits)
+                value = piece if value is None else value | piece
+            write(sel, value)
+        return pack
+    if isinstance(dest, ir.VecRef):
+        part_bits = t.bits // len(dest.items)
+        part_type = f"b{part_bits}"
+        read = reader(batch, source, f"b{t.bits}")
+        writes = [writer(batch, item, part_type) for item in dest.items]
+        part_dtype = np.dtype(f"u{part_bits // 8}")
+        mask = (1 << part_bits) - 1
+
+        def unpack(sel):
+            value = np.asarray(read(sel))
+            for i, write in enumerate(writes):
+                write(sel, ((value >> value.dtype.type(i * part_bits)) & value.dtype.type(mask)).astype(part_dtype))
+        return unpack
+    read = reader(batch, source, type_name)
+    write = writer(batch, dest, type_name)
+    return lambda sel: write(sel, read(sel))
+
+
+def build_cvta(batch, instr: ir.Instr) -> Callable:
+    decoded = instr.decoded
+    space = decoded.get("space")
+    to_space = decoded.has("cvtadir")
+    dest, source = instr.operands
+    type_name = decoded.type
+    read = reader(batch, source, "u64" if isinstance(source, ir.SymRef) else type_name)
+    write = writer(batch, dest, type_name)
+    base = np.uint64(batch.space_base(space))
+    out_dtype = TYPES[type_name].dtype
+    if int(base) == 0:
+        return lambda sel: write(sel, read(sel))
+
+    def execute(sel):
+        value = np.asarray(read(sel)).astype(np.uint64, copy=False)
+        value = value - base if to_space else value + base
+        write(sel, value.astype(out_dtype, copy=False))
+    return execute
+
+
+def build_isspacep(batch, instr: ir.Instr) -> Callable:
+    space = instr.decoded.get("space")
+    dest, source = instr.operands
+    read = reader(batch, source, "u64")
+    write = writer(batch, dest, "pred")
+
+    def execute(sel):
+        address = np.asarray(read(sel), dtype=np.uint64)
+        in_shared = (address >= np.uint64(SHARED_WINDOW)) & (address < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
+        in_local = (address >= np.uint64(LOCAL_WINDOW)) & (address < np.uint64(LOCAL_WINDOW + WINDOW_SIZE))
+        if space == "shared":
+            result = in_shared
+        elif space == "local":
+            result = in_local
+        elif space == "const":
+            result = batch.in_const(address)
+        elif space == "param":
+            result = batch.in_param(address)
+        else:
+            result = ~in_shared & ~in_local
+        write(sel, result)
+    return execute
+
+
+# ---- memory ------------------------------------------------------------------------------------------
+
+class AddressPlan:
+    """How one memory instruction turns its address operand into (space, addresses) for the memory core."""
+
+    def __init__(self, batch, instr: ir.Instr, ref: ir.AddrRef, space: str):
+        self.batch = batch
+        self.instr = instr
+        self.space = space
+        self.static: Optional[int] = None
+        self.register = None
+        self.scalar = None
+        self.translate = None
+        offset = np.uint64(ref.offset & 0xFFFFFFFFFFFFFFFF)
+        if ref.symbol is not None:
+            self.static, self.space = batch.symbol_access(ref.symbol, space, ref.offset)
+        elif ref.base is None:
+            self.static, self.space = batch.absolute_access(ref.offset, space)
+        else:
+            storage = batch.regs[ref.base.reg.index]
+            self.space, self.translate = batch.register_access(space)
+            if ref.base.reg.index in batch.uniform:
+                values, index = batch.uniform_values, ref.base.reg.index
+                self.scalar = lambda: np.uint64(values[index]) + offset
+                self.register = lambda sel: np.full(count_of(sel, batch.n), self.scalar(), dtype=np.uint64)
+            elif storage.dtype == np.uint64:
+                self.register = lambda sel: storage[sel] + offset
+            else:
+                self.register = lambda sel: storage[sel].astype(np.uint64) + offset
+        self.per_thread = self.space in ("shared", "local")
+        self.uniform = self.static is not None and not self.per_thread
+        self.uniform_register = self.scalar is not None and self.space not in ("shared", "local", "generic", "param")
+
+    def addresses(self, sel):
+        """(space, uint64 addresses, threads) for the lanes of sel."""
+        n = count_of(sel, self.batch.n)
+        if self.static is not None:
+            return self.space, np.full(n, self.static, dtype=np.uint64), threads_of(sel)
+        addresses = self.register(sel)
+        if self.translate is not None:
+            return self.translate(addresses, sel)
+        return self.space, addresses, threads_of(sel)
+
+
+def _memory_fault(batch, instr: ir.Instr, fault: DeviceFault, sel) -> DeviceError:
+    lanes = lanes_of(sel, batch.n) if fault.lane is not None else None
+    thread = int(lanes[fault.lane]) if lanes is not None and fault.lane < len(lanes) else None
+    return batch.fault_error(instr, fault, thread)
+
+
+def _vector_count(decoded: Decoded) -> int:
+    vec = decoded.get("vec")
+    return int(vec[1:]) if vec else 1
+
+
+def _access_width(batch, instr: ir.Instr, element_bytes: int, count: int) -> int:
+    """Bytes per lane of a load or store; 256-bit accesses are sm_100 PTX, which ptxas refuses for sm_90."""
+    width = element_bytes * count
+    if width > 16:
+        raise batch.lowering_error(instr, f"a {width}-byte access per thread (256-bit load/store) needs sm_100; "
+                                          "gpuemu runs sm_90 PTX, where at most 16 bytes move per thread")
+    return width
+
+
+def build_ld(batch, instr: ir.Instr) -> Callable:
+    decoded = instr.decoded
+    type_name = decoded.type
+    t = TYPES[type_name]
+    count = _vector_count(decoded)
+    width = _access_width(batch, instr, t.bytes, count)
+    dest, address = instr.operands[0], instr.operands[1]
+    dests = dest.items if isinstance(dest, ir.VecRef) else (dest,)
+    if len(dests) != count:
+        raise batch.lowering_error(instr, f"{count} destination registers expected")
+    writes = [writer(batch, ref, type_name) for ref in dests]
+    plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
+    memory = batch.memory
+    observe = batch.observer
+
+    uniform_address = np.array([plan.static or 0], dtype=np.uint64)
+
+    def execute(sel):
+        if plan.uniform or plan.uniform_register:
+            if observe is not None:
+                observe.memory(batch, instr, "load", *plan.addresses(sel), width)
+            try:
+                if plan.uniform_register:
+                    space, address, _ = plan.addresses(np.zeros(1, dtype=np.int64))
+                    raw = memory.load(space, address, None, width)
+                else:
+                    raw = memory.load(plan.space, uniform_address, None, width)
+            except DeviceFault as fault:
+                raise _memory_fault(batch, instr, fault, sel) from None
+            values = raw.view(t.dtype).reshape(1, count)
+            for i, write in enumerate(writes):
+                write(sel, values[0, i])
+            return
+        space, addresses, threads = plan.addresses(sel)
+        if observe is not None:
+            observe.memory(batch, instr, "load", space, addresses, threads, width)
+        try:
+            raw = memory.load(space, addresses, threads, width)
+        except DeviceFault as fault:
+            raise _memory_fault(batch, instr, fault, sel) from None
+        values = raw.view(t.dtype).reshape(len(addresses), count)
+        for i, write in enumerate(writes):
+            write(sel, values[:, i])
+    return guarded(batch, instr, execute)
+
+
+def build_st(batch, instr: ir.Instr) -> Callable:
+    decoded = instr.decoded
+    type_name = decoded.type
+    t = TYPES[type_name]
+    count = _vector_count(decoded)
+    width = _access_width(batch, instr, t.bytes, count)
+    address, source = instr.operands[0], instr.operands[1]
+    sources = source.items if isinstance(source, ir.VecRef) else (source,)
+    if len(sources) != count:
+        raise batch.lowering_error(instr, f"{count} source registers expected")
+    reads = [reader(batch, ref, type_name) for ref in sources]
+    plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
+    memory = batch.memory
+    observe = batch.observer
+
+    def execute(sel):
+        space, addresses, threads = plan.addresses(sel)
+        n = len(addresses)
+        data = np.empty((n, count), dtype=t.dtype)
+        for i, read in enumerate(reads):
+            data[:, i] = read(sel)
+        if observe is not None:
+            observe.memory(batch, instr, "store", space, addresses, threads, width)
+        try:
+            memory.store(space, addresses, threads, width, data)
+        except DeviceFault as fault:
+            raise _memory_fault(batch, instr, fault, sel) from None
+    return guarded(batch, instr, execute)
+
+
+def build_atom(batch, instr: ir.Instr) -> Callable:
+    decoded = instr.decoded
+    type_name = decoded.type
+    op = decoded.get("atomop") or decoded.get("redop")
+    has_dest = decoded.family.op_class == "atom"
+    operands = instr.operands
+    if has_dest:
+        dest, address, rest = operands[0], operands[1], operands[2:]
+    else:
+        dest, address, rest = None, operands[0], operands[1:]
+    count = _vector_count(decoded)
+    if count > 1:
+        return _build_vector_atom(batch, instr, op, dest, address, rest, count)
+    write = writer(batch, dest, type_name) if dest is not None else None
+    reads = [reader(batch, ref, type_name) for ref in rest]
+    if op == "cas" and len(reads) != 2 or op != "cas" and len(reads) != 1:
+        raise batch.lowering_error(instr, "wrong number of operands")
+    plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
+    memory = batch.memory
+    observe = batch.observer
+    ty = "b32" if type_name == "b32" else type_name
+    width = TYPES[type_name].bytes
+
+    def execute(sel):
+        space, addresses, threads = plan.addresses(sel)
+        n = len(addresses)
+        a = np.broadcast_to(reads[0](sel), (n,))
+        b = np.broadcast_to(reads[1](sel), (n,)) if len(reads) > 1 else None
+        if observe is not None:
+            observe.memory(batch, instr, "atomic", space, addresses, threads, width)
+        try:
+            old = memory.atomic(space, op, ty, addresses, threads, a, b)
+        except DeviceFault as fault:
+            raise _memory_fault(batch, instr, fault, sel) from None
+        if write is not None:
+            write(sel, old)
+    return guarded(batch, instr, execute)
+
+
+def _build_vector_atom(batch, instr: ir.Instr, op: str, dest, address, rest, count: int) -> Callable:
+    """atom/red .v2/.v4/.v8 (sm_90 global float vectors): each element is its own atomic operation on
+    consecutive elements; the vector as a whole must be aligned to its size, as a vector load's."""
+    decoded = instr.decoded
+    type_name = decoded.type
+    sources = rest[0].items if len(rest) == 1 and isinstance(rest[0], ir.VecRef) else ()
+    dests = dest.items if isinstance(dest, ir.VecRef) else ()
+    if op == "cas" or len(sources) != count or (dest is not None and len(dests) != count):
+        raise batch.lowering_error(instr, f"a .v{count} atomic takes {count} source registers"
+                                          + (f" and {count} destinations" if dest is not None else ""))
+    reads = [reader(batch, ref, type_name) for ref in sources]
+    writes = [writer(batch, ref, type_name) for ref in dests]
+    plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
+    memory = batch.memory
+    observe = batch.observer
+    size = TYPES[type_name].bytes
+    width = size * count
+
+    def execute(sel):
+        space, addresses, threads = plan.addresses(sel)
+        n = len(addresses)
+        if observe is not None:
+            observe.memory(batch, instr, "atomic", space, addresses, threads, width)
+        misaligned = np.flatnonzero(addresses & np.uint64(width - 1))
+        if len(misaligned):
+            lane = int(misaligned[0])
+            fault = DeviceFault("misaligned", space, "atomic", width, int(addresses[lane]), lane,
+                                f"Address {int(addresses[lane]):#x} is misaligned")
+            raise _memory_fault(batch, instr, fault, sel)
+        for element, read in enumerate(reads):
+            try:
+                old = memory.atomic(space, op, type_name, addresses + np.uint64(element * size), threads,
+                                    np.broadcast_to(read(sel), (n,)), None)
+            except DeviceFault as fault:
+                raise _memory_fault(batch, instr, fault, sel) from None
+            if writes:
+                writes[element](sel, old)
+    return guarded(batch, instr, execute)
+
+
+# ---- warp-level --------------------------------------------------------------------------------------
+
+def _active_mask(batch, sel) -> np.ndarray:
+    if sel is ALL:
+        return np.ones(batch.n, dtype=bool)
+    active = np.zeros(batch.n, dtype=bool)
+    active[sel] = True
+    return active
+
+
+_LANE_BITS = (np.uint32(1) << np.arange(32, dtype=np.uint32))
+
+
+def _warp_bits(flags: np.ndarray) -> np.ndarray:
+    """Per warp, the 32-bit mask of lanes whose flag is set."""
+    return (flags.reshape(-1, 32).astype(np.uint32) * _LANE_BITS).sum(axis=1, dtype=np.uint32)
+
+
+def _spread(batch, per_warp: np.ndarray, sel):
+    """Give each selected lane its warp's value."""
+    warps = (lanes_of(sel, batch.n) >> 5) if sel is not ALL else None
+    if warps is None:
+        return np.repeat(per_warp, 32)
+    return per_warp[warps]
+
+
+def build_activemask(batch, instr: ir.Instr) -> Callable:
+    write = writer(batch, instr.operands[0], "b32")
+
+    def execute(sel):
+        write(sel, _spread(batch, _warp_bits(_active_mask(batch, sel)), sel))
+    return guarded(batch, instr, execute)
+
+
+def build_vote(batch, instr: ir.Instr) -> Callable:
+    decoded = instr.decoded
+    mode = decoded.get("votemode")
+    dest, pred_ref = instr.operands[0], instr.operands[1]
+    read = reader(batch, pred_ref, "pred")
+    out_type = "b32" if mode == "ballot" else "pred"
+    write = writer(batch, dest, out_type)
+
+    def execute(sel):
+        active = _active_mask(batch, sel)
+        flags = np.zeros(batch.n, dtype=bool)
+        flags[sel] = read(sel)
+        flags &= active
+        true_bits = _warp_bits(flags)
+        if mode == "ballot":
+            result = true_bits
+        else:
+            active_bits = _warp_bits(active)
+            if mode == "all":
+                result = true_bits == active_bits
+            elif mode == "any":
+                result = true_bits != 0
+            else:
+                result = (true_bits == 0) | (true_bits == active_bits)
+        write(sel, _spread(batch, result, sel))
+    return guarded(batch, instr, execute)
+
+
+def build_shfl(batch, instr: ir.Instr) -> Callable:
+    mode = instr.decoded.get("shflmode")
+    dest = instr.operands[0]
+    a_ref, b_ref, c_ref = instr.operands[1:4]
+    source = batch.regs[a_ref.reg.index] if isinstance(a_ref, ir.RegRef) else None
+    read_a = reader(batch, a_ref, "b32")
+    read_b = reader(batch, b_ref, "b32")
+    read_c = reader(batch, c_ref, "b32")
+    if isinstance(dest, ir.PredPairRef):
+        write_d = writer(batch, dest.first, "b32")
+        write_p = writer(batch, dest.second, "pred")
+    else:
+        write_d, write_p = writer(batch, dest, "b32"), None
+    lane_ids = batch.lane_ids
+
+    def execute(sel):
+        lanes = lanes_of(sel, batch.n)
+        lane = lane_ids[sel].astype(np.int64)
+        b = np.asarray(read_b(sel)).astype(np.int64) & 31
+        c = np.asarray(read_c(sel)).astype(np.int64)
+        segmask = (c >> 8) & 31
+        clamp = c & 31
+        max_lane = (lane & segmask) | (clamp & ~segmask)
+        min_lane = lane & segmask
+        if mode == "up":
+            j = lane - b
+            valid = j >= max_lane
+        elif mode == "down":
+            j = lane + b
+            valid = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ b
+            valid = j <= max_lane
+        else:
+            j = min_lane | (b & ~segmask)
+            valid = j <= max_lane
+        j = np.where(valid, j, lane)
+        src_threads = lanes - lane + j
+        if source is not None:
+            values = source[src_threads]
+        else:
+            values = np.broadcast_to(read_a(sel), lanes.shape)
+        write_d(sel, values)
+        if write_p is not None:
+            write_p(sel, valid)
+    return guarded(batch, instr, execute)
+
+
+def build_match(batch, instr: ir.Instr) -> Callable:
+    decoded = instr.decoded
+    mode = decoded.get("matchmode")
+    type_name = decoded.type
+    dest = instr.operands[0]
+    read = reader(batch, instr.operands[1], type_name)
+    if isinstance(dest, ir.PredPairRef):
+        write_d, write_p = writer(batch, dest.first, "b32"), writer(batch, dest.second, "pred")
+    else:
+        write_d, write_p = writer(batch, dest, "b32"), None
+
+    def execute(sel):
+        active = _active_mask(batch, sel)
+        values = np.zeros(batch.n, dtype=TYPES[type_name].dtype)
+        values[sel] = read(sel)
+        grid = values.reshape(-1, 32)
+        act = active.reshape(-1, 32)
+        same = (grid[:, :, None] == grid[:, None, :]) & act[:, None, :] & act[:, :, None]
+        masks = (same.astype(np.uint32) * _LANE_BITS[None, None, :]).sum(axis=2, dtype=np.uint32).reshape(-1)
+        if mode == "any":
+            write_d(sel, masks[sel])
+        else:
+            active_bits = np.repeat(_warp_bits(active), 32)
+            all_same = masks == active_bits
+            write_d(sel, np.where(all_same, active_bits, 0).astype(np.uint32)[sel])
+            if write_p is not None:
+                write_p(sel, all_same[sel])
+    return guarded(batch, instr, execute)
+
+
+def build_redux(batch, instr: ir.Instr) -> Callable:
+    decoded = instr.decoded
+    op = decoded.get("reduxop")
+    type_name = decoded.type
+    dtype = TYPES[type_name].dtype
+    read = reader(batch, instr.operands[1], type_name)
+    write = writer(batch, instr.operands[0], type_name)
+    identity = {"add": 0, "and": np.iinfo(dtype).max if dtype.kind == "u" else -1, "or": 0, "xor": 0,
+                "min": np.iinfo(dtype).max, "max": np.iinfo(dtype).min}[op]
+    ufunc = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+             "min": np.minimum, "max": np.maximum}[op]
+
+    def execute(sel):
+        values = np.full(batch.n, identity, dtype=dtype)
+        values[sel] = read(sel)
+        result = ufunc.reduce(values.reshape(-1, 32), axis=1)
+        write(sel, _spread(batch, result.astype(dtype), sel))
+    return guarded(batch, instr, execute)
+
+
+def build_elect(batch, instr: ir.Instr) -> Callable:
+    dest = instr.operands[0]
+    if isinstance(dest, ir.PredPairRef):
+        write_d, write_p = writer(batch, dest.first, "b32"), writer(batch, dest.second, "pred")
+    else:
+        write_d, write_p = None, writer(batch, dest, "pred")
+    lane_ids = batch.lane_ids
+
+    def execute(sel):
+        active = _active_mask(batch, sel).reshape(-1, 32)
+        leader = np.argmax(active, axis=1).astype(np.uint32)
+        mine = _spread(batch, leader, sel)
+        if write_d is not None:
+            write_d(sel, mine)
+        write_p(sel, lane_ids[sel] == mine)
+    return guarded(batch, instr, execute)
+
+
+def build_nop(batch, instr: ir.Instr) -> Callable:
+    return lambda sel: None
+
+
+def build_bar_warp(batch, instr: ir.Instr) -> Callable:
+    return lambda sel: None
+
+
+BUILDERS = {
+    "alu": build_alu,
+    "mov": build_mov,
+    "cvta": build_cvta,
+    "isspacep": build_isspacep,
+    "ld": build_ld,
+    "st": build_st,
+    "atom": build_atom,
+    "red": build_atom,
+    "vote": build_vote,
+    "shfl": build_shfl,
+    "activemask": build_activemask,
+    "match": build_match,
+    "redux": build_redux,
+    "elect": build_elect,
+    "nop": build_nop,
+}
+
+
+def build(batch, instr: ir.Instr) -> Callable:
+    """The executor of a straight-line instruction, guard included."""
+    op_class = instr.op_class
+    if op_class in ("bar",):
+        return build_bar_warp(batch, instr)
+    builder = BUILDERS.get(op_class)
+    if builder is None:
+        raise batch.lowering_error(instr, f"'{instr.opcode}' is not supported yet")
+    execute = builder(batch, instr)
+    if op_class in ("ld", "st", "atom", "red", "vote", "shfl", "activemask", "match", "redux", "elect"):
+        return execute
+    return guarded(batch, instr, execute)
