@@ -20,8 +20,8 @@ from run import EXAMPLES, ROOT, WORKLOADS  # noqa: E402
 
 from emulator.cli.common import parse_dims  # noqa: E402
 from emulator.cli.hostmalloc import keep_freed_memory  # noqa: E402
-from emulator.runtime.launch import Device, Module  # noqa: E402
-from emulator.runtime.spec import parse_arg  # noqa: E402
+from emulator.runtime.module import Device, Module  # noqa: E402
+from emulator.runtime.spec import parse_arg    # noqa: E402
 from emulator.observers.stats import MemoryStats  # noqa: E402
 
 

@@ -19,7 +19,7 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 
 from emulator.base.errors import UsageError
-from emulator.runtime.launch import Device, Module
+from emulator.runtime.module import Device, Module
 
 _SIZES: Dict[int, int] = {}
 _MODULES: Dict[bytes, Module] = {}

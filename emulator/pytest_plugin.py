@@ -57,9 +57,9 @@ def _launch_fields(launch) -> dict:
 
 def record_trace(ptx: Union[str, os.PathLike], launch) -> str:
     """The trace of one launch of a kernel in a PTX file, as text."""
-    from emulator.runtime.launch import Device, Module
+    from emulator.runtime.module import Device, Module
     from emulator.runtime.spec import parse_arg
-    from emulator.runtime.launch import arch_number
+    from emulator.runtime.names import arch_number
     from emulator.machine.policies import make_policy
     from emulator.observers.trace import TraceFilter, trace_header, trace_text
     fields = _launch_fields(launch)

@@ -14,7 +14,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from emulator.runtime.launch import Device, DevicePointer, LaunchStats, Module, dim3
+from emulator.runtime.module import Device, Module
+from emulator.runtime.arguments import DevicePointer, dim3
+from emulator.runtime.launch import LaunchStats
 
 _MODULES = {}
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-import emulator.runtime.launch  # noqa: F401  (wires the accelerators into isa.fp)
+import emulator  # noqa: F401  (the package root wires the accelerators into isa.fp)
 from emulator import accel
 from isa import fp
 

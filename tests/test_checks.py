@@ -89,7 +89,7 @@ CORRECT_EXAMPLES = ["dot/dot", "transpose/setRowReadCol", "transpose/setRowReadC
 
 @pytest.mark.parametrize("name", CORRECT_EXAMPLES)
 def test_correct_examples_report_nothing(name):
-    from emulator.runtime.launch import Device, Module
+    from emulator.runtime.module import Device, Module
     from emulator.runtime.spec import read_launches
     directory, launch_name = name.split("/")
     spec = next(s for s in read_launches(ROOT / "examples" / directory / "launches.json") if s.name == launch_name)

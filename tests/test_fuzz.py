@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from emulator.errors import GpuemuError
-from emulator.runtime.launch import Module
+from emulator.runtime.module import Module
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = [ROOT / "tests" / "kernels" / "machine.ptx"] + sorted((ROOT / "examples").glob("*/*.ptx"))[:6]

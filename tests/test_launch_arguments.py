@@ -6,7 +6,7 @@ import pytest
 
 import emulator
 from emulator.errors import LaunchError, UsageError
-from emulator.runtime.launch import Device
+from emulator.runtime.module import Device
 
 ROOT = Path(__file__).resolve().parents[1]
 

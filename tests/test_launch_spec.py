@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from emulator.errors import UsageError
-from emulator.runtime.launch import Device, Module
+from emulator.runtime.module import Device, Module
 from emulator.runtime.spec import LaunchSpec, check_launch, default_arguments, parse_arg, read_launches, run_launch
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -310,7 +310,7 @@ ret;
 def test_triton_launch_frees_its_scratch_buffers_after_each_launch_and_after_a_failure():
     from types import SimpleNamespace
     from emulator import triton as gpuemu_triton
-    from emulator.runtime.launch import Device
+    from emulator.runtime.module import Device
     compiled = SimpleNamespace(asm={"ptx": SCRATCH_PTX},
                                metadata=SimpleNamespace(name="through_scratch", num_warps=1, shared=0,
                                                         global_scratch_size=64, global_scratch_align=16,

@@ -12,12 +12,12 @@ import pytest
 import emulator
 from emulator.errors import PTXSyntaxError, UsageError
 from emulator.machine.executors import lanes_of
-from emulator.runtime.launch import Device, Module
+from emulator.runtime.module import Device, Module
 from emulator.machine.observe import Observer
 from emulator.frontend.sass import looks_like_sass
 from isa import sass as T
 from emulator.frontend.sass.mangle import parameter_types
-from emulator.runtime.sass import SassModule
+from emulator.runtime.module import SassModule
 from emulator.runtime.spec import check_launch, read_launches
 from emulator.observers.stats import MemoryStats
 

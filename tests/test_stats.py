@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import emulator
-from emulator.runtime.launch import Device
+from emulator.runtime.module import Device
 from emulator.memory import c_core_available
 from emulator.runtime.spec import read_launches
 from emulator.memory import Memory

@@ -27,3 +27,11 @@ def _fma(dtype, function, ctype):
 
 fma_f32 = _fma(np.float32, _lib.ga_fma_f32, "float") if _lib is not None else None
 fma_f64 = _fma(np.float64, _lib.ga_fma_f64, "double") if _lib is not None else None
+
+
+def install() -> None:
+    """Give isa's round-to-nearest f32/f64 fma the native fused multiply-add, when the helper was built."""
+    from isa import fp
+    if fma_f32 is not None:
+        fp.use_native_fma("f32", fma_f32)
+        fp.use_native_fma("f64", fma_f64)

@@ -151,7 +151,7 @@ class ProgressLine:
 def prepare_launch(options, stdout=None):
     """Load the module, resolve the kernel, set constants and parse the arguments; device printf writes to stdout
     (default: sys.stdout)."""
-    from emulator.runtime.launch import Device, Module
+    from emulator.runtime.module import Device, Module
     if not os.path.exists(options.file):
         raise UsageError(f"{options.file}: no such file")
     with open(options.file, encoding="utf-8", errors="replace") as handle:

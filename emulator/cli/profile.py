@@ -8,7 +8,8 @@ from emulator.base.errors import DeviceError, UsageError
 from emulator.cli.common import add_launch_arguments, check_output_path, prepare_launch, write_json_atomically
 from emulator.observers.profile import Profile, render_html, render_text
 from emulator.observers.stats import MemoryStats, launch_title
-from emulator.runtime.launch import DEFAULT_MAX_STEPS, plain_name
+from emulator.runtime.launch import DEFAULT_MAX_STEPS
+from emulator.runtime.names import plain_name
 
 
 def _print_replacing_unencodable(text: str) -> None:

@@ -6,7 +6,7 @@ from typing import Optional
 
 from emulator.cli.common import RunFeature
 from emulator.observers.stats import MemoryStats, format_table, launch_title
-from emulator.runtime.launch import plain_name
+from emulator.runtime.names import plain_name
 
 
 class StatsFeature(RunFeature):

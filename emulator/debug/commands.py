@@ -16,7 +16,10 @@ from emulator.cli.common import prepare_launch, write_npy_atomically
 from emulator.base.sources import SourceFiles
 from emulator.base.text import printable
 from emulator.base.errors import DeviceError, GpuemuError
-from emulator.runtime.launch import DEFAULT_MAX_STEPS, Launch, dim3, plain_name
+from emulator.runtime.launch import DEFAULT_MAX_STEPS, Launch
+from emulator.runtime.arguments import Parameters, dim3
+from emulator.runtime.faults import ranges
+from emulator.runtime.names import plain_name
 from emulator.frontend.ptx.lower import SPECIAL_REGISTERS
 from emulator.machine.batch import AT_BARRIER, EXITED, NUM_BARRIERS, RUNNING
 from emulator.debug.control import Breakpoint, Engine, Plan, Stop, Watchpoint, contains
@@ -148,8 +151,8 @@ class Session:
         self.err = err
         module, kernel, args, grid, block = prepare_launch(options)
         # the launch's own checks, so that bad arguments stop the command line rather than the first `run`
-        Launch(kernel, dim3(grid), dim3(block), options.shared,
-               max_dynamic_shared=options.max_dynamic_shared)._parameter_buffer(list(args))
+        Launch(kernel, dim3(grid), dim3(block), options.shared, max_dynamic_shared=options.max_dynamic_shared)
+        Parameters(kernel.program).encode(list(args))
         self.program: ir.Program = kernel.program
         self.kernel_name = plain_name(self.program.name)
         self.grid = tuple(grid) + (1,) * (3 - len(grid))
@@ -287,7 +290,7 @@ class Session:
         block, xyz = self._coordinates(thread)
         local = thread % batch.tpc_pad
         cta = batch.cta_start + thread // batch.tpc_pad
-        return (f"[Switching focus to CUDA kernel {self.kernels}, grid {batch.launch.grid_id}, block {dims(block)}, "
+        return (f"[Switching focus to CUDA kernel {self.kernels}, grid {batch.config.grid_id}, block {dims(block)}, "
                 f"thread {dims(xyz)}, device 0, sm {cta % 132}, warp {local // 32}, lane {local % 32}]")
 
     def _thread_of(self, block: Sequence[int], xyz: Sequence[int]) -> int:
@@ -1246,7 +1249,7 @@ class Session:
         row = place("*", str(self.kernels), 8)
         row = place(row, "-", 15)
         row = place(row, "0", 19)
-        row = place(row, str(batch.launch.grid_id), 24)
+        row = place(row, str(batch.config.grid_id), 24)
         row = place(row, "Active", 31)
         row = place(row, f"{mask:#010x}", 42)
         row = place(row, dims(self.grid), 52)
@@ -1369,7 +1372,7 @@ class Session:
             row = place(row, str(bar), 18)
             row = place(row, str(arrived), 26)
             row = place(row, str(expected), 35)
-            self.say(f"{row} {_ranges(warps)}")
+            self.say(f"{row} {ranges(warps) or '-'}")
 
     # ---- focus command ----
     def cmd_cuda(self, arg: str, repeat: bool) -> None:
@@ -1384,7 +1387,7 @@ class Session:
         block, xyz = self._coordinates(focus)
         local = focus % batch.tpc_pad
         if all(not value for _, value in pairs):
-            current = {"kernel": str(self.kernels), "grid": str(batch.launch.grid_id), "device": "0",
+            current = {"kernel": str(self.kernels), "grid": str(batch.config.grid_id), "device": "0",
                        "sm": str((batch.cta_start + focus // batch.tpc_pad) % 132), "block": dims(block),
                        "thread": dims(xyz), "warp": str(local // 32), "lane": str(local % 32)}
             self.say(", ".join(f"{name} {current[name]}" for name, _ in pairs))
@@ -1392,7 +1395,7 @@ class Session:
         values = {name: self._coordinate_values(value) for name, value in pairs if value}
         for name in ("kernel", "grid", "device", "sm"):
             if name in values:
-                wanted = {"kernel": self.kernels, "grid": batch.launch.grid_id, "device": 0,
+                wanted = {"kernel": self.kernels, "grid": batch.config.grid_id, "device": 0,
                           "sm": (batch.cta_start + focus // batch.tpc_pad) % 132}[name]
                 if values[name][0] != wanted:
                     raise DebugError("Request cannot be satisfied. CUDA focus unchanged.")
@@ -1539,14 +1542,3 @@ def _c_string(data: bytes) -> str:
         else:
             parts.extend(f"\\{byte:03o}" for byte in char.encode("utf-8"))
     return '"' + "".join(parts) + '"'
-
-
-def _ranges(numbers: List[int]) -> str:
-    if not numbers:
-        return "-"
-    parts, start = [], numbers[0]
-    for previous, number in zip(numbers, numbers[1:] + [None]):
-        if number != previous + 1 if number is not None else True:
-            parts.append(str(start) if start == previous else f"{start}-{previous}")
-            start = number
-    return ",".join(parts)

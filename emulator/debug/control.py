@@ -21,6 +21,7 @@ from emulator.machine.executors import ALL
 from emulator.machine.batch import EXITED
 from emulator.memory import DeviceFault, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from emulator.machine.observe import Observer
+from emulator.runtime.faults import render
 from emulator.debug.expr import DebugError
 from emulator.debug.record import History, add_store, capture, destinations
 from emulator.debug.state import read_space
@@ -213,7 +214,7 @@ class Engine:
             lane = fault.lane if fault.lane is not None else 0
             thread = int(threads[lane]) if threads is not None else int(lane)
             stop = Stop("fault", instr.pc, self.paused_sel, thread=thread,
-                        error=batch.fault_error(instr, fault, thread))
+                        error=render(batch.memory_fault(instr, fault, thread), batch.program, batch.config.arch))
             self.paused_kind, self.fault_stop = "fault", stop
             self._pause(stop)
             return

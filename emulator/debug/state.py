@@ -12,7 +12,7 @@ from isa.types import TYPES
 
 from emulator import ir
 from emulator.machine.executors import ALL
-from emulator.runtime.launch import plain_name
+from emulator.runtime.names import plain_name
 from emulator.frontend.ptx.lower import SPECIAL_REGISTERS
 from emulator.machine.batch import AT_BARRIER, EXITED, INF, RUNNING
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
@@ -92,9 +92,9 @@ def read_space(batch, space: str, address: int, nbytes: int, cta: int, thread: i
     if space == "generic":
         space, address = resolve_generic(address)
     memory = batch.memory
-    launch = batch.launch
+    config = batch.config
     if space in ("global", "const", "param"):
-        base = {"global": 0, "const": launch.const_base, "param": launch.param_base}[space]
+        base = {"global": 0, "const": config.const_base, "param": config.param_base}[space]
         try:
             return memory.read(base + address, nbytes)
         except ValueError:

@@ -7,6 +7,9 @@ from typing import Optional, Tuple
 
 from emulator.ir import RegInfo
 
+#: the op class of every instruction lowered from SASS: one builder (emulator.machine.sass) runs them all
+SASS_OP_CLASS = "sass"
+
 
 @dataclass(frozen=True)
 class Value:

@@ -10,12 +10,15 @@ from typing import List, Optional
 
 import numpy as np
 
-from emulator.machine import executors
 from emulator import ir
-from emulator.base.errors import DeviceError, PTXSemanticError
+from emulator.base.errors import PTXSemanticError
+from emulator.machine import executors
+from emulator.machine.config import LaunchConfig
 from emulator.machine.executors import ALL, count_of, lanes_of, reader, subselect, writer
-from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, DeviceFault
-from emulator.machine.printf import format_printf
+from emulator.machine.printf import format_printf, read_c_string
+from emulator.machine.stops import (AssertFailure, Deadlock, IllegalInstruction, Livelock, MemoryFault, StepLimit,
+                                    ThreadPlace, Trap, WarpState)
+from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, DeviceFault, Memory
 
 INF = np.iinfo(np.int32).max
 _NONE = np.empty(0, dtype=np.int64)
@@ -33,10 +36,10 @@ QUIET_SPIN_CHECKS = 100
 class BatchLayout:
     """Per-thread indices that every batch of the same number of CTAs in a launch shares (read-only)."""
 
-    def __init__(self, block, n_ctas: int):
-        bx, by, bz = block
-        self.tpc = bx * by * bz
-        self.tpc_pad = tpc_pad = (self.tpc + 31) // 32 * 32
+    def __init__(self, config: LaunchConfig, n_ctas: int):
+        bx, by, bz = config.block
+        self.tpc = config.threads_per_cta
+        self.tpc_pad = tpc_pad = config.padded_threads_per_cta
         in_cta = np.arange(tpc_pad, dtype=np.int64)
         self.local_index = np.tile(in_cta, n_ctas)
         self.cta_of = np.repeat(np.arange(n_ctas, dtype=np.int64), tpc_pad)
@@ -56,14 +59,17 @@ class BatchLayout:
 class Batch:
     """Architectural state of a batch of CTAs and the scheduler that runs it to completion."""
 
-    def __init__(self, launch, program: ir.Program, cta_start: int, n_ctas: int):
-        self.launch = launch
+    def __init__(self, config: LaunchConfig, program: ir.Program, memory: Memory, cta_start: int, n_ctas: int, *,
+                 layout: BatchLayout, uniform, observer=None, policy=None):
+        """layout: the thread indices of n_ctas CTAs (shared by the launch's batches of that size); uniform: the
+        program's launch-uniform registers (emulator.ir.uniform)."""
+        self.config = config
         self.program = program
-        self.memory = launch.memory
-        self.observer = launch.observer
+        self.memory = memory
+        self.observer = observer
         self.cta_start = cta_start
         self.n_ctas = n_ctas
-        self.layout = layout = launch.batch_layout(n_ctas)
+        self.layout = layout
         self.tpc = layout.tpc
         self.tpc_pad = layout.tpc_pad
         self.n = n = n_ctas * self.tpc_pad
@@ -80,7 +86,7 @@ class Batch:
         self.bar_arrived = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
         self.bar_expected = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
         self.bar_votes = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
-        self.per_warp_barriers = getattr(launch, "arch", 90) < PER_THREAD_BARRIERS_FROM
+        self.per_warp_barriers = config.arch < PER_THREAD_BARRIERS_FROM
         if self.per_warp_barriers:
             # pre-Volta: a barrier counts warps, a warp counts once whatever lanes reach it, and the
             # quota is every warp the CTA was launched with (exits do not make up for missing warps)
@@ -89,7 +95,7 @@ class Batch:
             self.barrier_quota = np.full(n_ctas, self.warps_per_cta, dtype=np.int64)
         else:
             self.barrier_quota = self.live
-        self.spin_limit = getattr(launch, "spin_limit", None) or 0
+        self.spin_limit = config.spin_limit
         self.backward_branches = 0
         self._next_spin_check = self.spin_limit
         self._spin_pcs = None
@@ -101,9 +107,9 @@ class Batch:
         self.thread_instructions = 0
         self._specials = {}
         self._rotation_cursor = -1
-        self.policy = launch.policy
-        self.turn_limit = getattr(self.policy, "turn_limit", None)
-        self.uniform = launch.uniform_registers()
+        self.policy = policy
+        self.turn_limit = getattr(policy, "turn_limit", None)
+        self.uniform = uniform
         self.uniform_values = {index: self.regs[index].dtype.type(0) for index in self.uniform}
         self.executors = [self._bind(instr) for instr in program.instrs]
         self.straight_run = self._straight_runs(program.instrs)
@@ -126,23 +132,23 @@ class Batch:
         return self._specials[name]
 
     def _make_special(self, name: str):
-        launch = self.launch
+        config = self.config
         base, _, component = name.partition(".")
         if component == "w":
             return np.uint32(0)
         axis = "xyz".index(component) if component else 0
-        gx, gy, gz = launch.grid
+        gx, gy, gz = config.grid
         if name in self.layout.specials:
             return self.layout.specials[name]
         if base in ("ctaid", "clusterid") and (axis, gy, gz) == (0, 1, 1):
             return self.layout.cta_of_u32 + np.uint32(self.cta_start)
         cta = self.cta_of + self.cta_start
         if base == "ntid":
-            return np.uint32(launch.block[axis])
+            return np.uint32(config.block[axis])
         if base in ("ctaid", "clusterid"):
             return ((cta % gx, (cta // gx) % gy, cta // (gx * gy))[axis]).astype(np.uint32)
         if base in ("nctaid", "nclusterid"):
-            return np.uint32(launch.grid[axis])
+            return np.uint32(config.grid[axis])
         if base == "laneid":
             return self.lane_ids
         if base == "nwarpid":
@@ -167,31 +173,31 @@ class Batch:
                 return np.uint64(value) if base in ("clock64", "globaltimer") else np.uint32(value & 0xFFFFFFFF)
             return counter
         if base == "dynamic_smem_size":
-            return np.uint32(launch.dynamic_shared)
+            return np.uint32(config.dynamic_shared)
         if base in ("total_smem_size", "aggr_smem_size"):
-            return np.uint32((launch.shared_bytes + 127) // 128 * 128)
+            return np.uint32((config.shared_bytes + 127) // 128 * 128)
         if base in ("cluster_nctaid",):
             return np.uint32(1)
         if base in ("cluster_nctarank",):
             return np.uint32(1)
         if base == "gridid":
-            return np.uint64(launch.grid_id)
+            return np.uint64(config.grid_id)
         return np.uint32(0)
 
     def symbol_address(self, symbol: ir.SymbolInfo) -> int:
         return symbol.address
 
     def space_base(self, space: Optional[str]) -> int:
-        return {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "const": self.launch.const_base,
-                "param": self.launch.param_base}.get(space, 0)
+        return {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "const": self.config.const_base,
+                "param": self.config.param_base}.get(space, 0)
 
     def symbol_access(self, symbol: ir.SymbolInfo, space: str, offset: int):
         """(address, space for the memory core) of [symbol+offset]."""
         address = symbol.address + offset
         if symbol.space == "const":
-            return self.launch.const_base + address, "global"
+            return self.config.const_base + address, "global"
         if symbol.space == "param":
-            return self.launch.param_base + address, "global"
+            return self.config.param_base + address, "global"
         if symbol.space == "fparam":
             return address - ir.FUNC_PARAM_BASE, "local"
         if symbol.space in ("shared", "local", "global"):
@@ -200,18 +206,18 @@ class Batch:
 
     def absolute_access(self, address: int, space: str):
         if space == "const":
-            return self.launch.const_base + address, "global"
+            return self.config.const_base + address, "global"
         if space == "param":
-            return self.launch.param_base + address, "global"
+            return self.config.param_base + address, "global"
         return address, space
 
     def register_access(self, space: str):
         """(space, translate) for [reg+offset] addresses in a state space."""
         if space == "const":
-            base = np.uint64(self.launch.const_base)
+            base = np.uint64(self.config.const_base)
             return "global", lambda addresses, sel: ("global", addresses + base, executors.threads_of(sel))
         if space == "param":
-            base = np.uint64(self.launch.param_base)
+            base = np.uint64(self.config.param_base)
             func_base = np.uint64(ir.FUNC_PARAM_BASE)
 
             def translate(addresses, sel):
@@ -222,24 +228,31 @@ class Batch:
         return space, None
 
     def in_const(self, addresses):
-        start, size = self.launch.const_base, self.launch.const_size
+        start, size = self.config.const_base, self.config.const_size
         return (addresses >= np.uint64(start)) & (addresses < np.uint64(start + size))
 
     def in_param(self, addresses):
-        start, size = self.launch.param_base, max(self.program.param_bytes, 1)
+        start, size = self.config.param_base, max(self.config.param_bytes, 1)
         return (addresses >= np.uint64(start)) & (addresses < np.uint64(start + size))
 
     def thread_coordinates(self, thread: int):
         """(block (x,y,z), thread (x,y,z)) of a batch thread index."""
-        bx, by, _ = self.launch.block
-        gx, gy, _ = self.launch.grid
+        bx, by, _ = self.config.block
+        gx, gy, _ = self.config.grid
         cta = self.cta_start + thread // self.tpc_pad
         local = thread % self.tpc_pad
         return ((cta % gx, (cta // gx) % gy, cta // (gx * gy)),
                 (local % bx, (local // bx) % by, local // (bx * by)))
 
-    def fault_error(self, instr: ir.Instr, fault: DeviceFault, thread: Optional[int]) -> DeviceError:
-        return self.launch.fault_error(self, instr, fault, thread)
+    def place(self, thread: int) -> ThreadPlace:
+        return ThreadPlace(*self.thread_coordinates(int(thread)))
+
+    def memory_fault(self, instr: ir.Instr, fault: DeviceFault, thread: Optional[int]) -> MemoryFault:
+        """The stop for a fault of instr's memory access by a batch thread (None: no single thread to blame)."""
+        return MemoryFault(instr, fault, None if thread is None else self.place(thread))
+
+    def illegal_instruction(self, instr: ir.Instr, problem: str, thread: int) -> IllegalInstruction:
+        return IllegalInstruction(instr, problem, self.place(thread))
 
     @staticmethod
     def _straight_runs(instrs) -> List[int]:
@@ -288,7 +301,7 @@ class Batch:
                     break
                 self._run_group(*group)
         if np.any(self.status == AT_BARRIER):
-            raise self.launch.deadlock_error(self)
+            raise Deadlock(self.per_warp_barriers, self.warp_snapshot())
 
     def _select(self):
         if self.policy is not None:
@@ -388,7 +401,7 @@ class Batch:
                 observer.step(self, instr, sel, warps, lanes)
             if self.steps > max_steps:
                 self.rpc[sel] = pc
-                raise self.launch.step_limit_error(self, instr)
+                raise StepLimit(instr, max_steps)
             if control == ir.STRAIGHT:
                 execs[pc](sel)
                 if observer is not None:
@@ -462,7 +475,7 @@ class Batch:
             elif control == ir.TRAP:
                 guard = execs[pc]
                 if guard is None or np.any(guard(sel)):
-                    raise self.launch.trap_error(self, instr, lanes_of(sel, self.n)[0])
+                    raise Trap(instr, self.place(lanes_of(sel, self.n)[0]))
                 pc += 1
             if pc >= others:
                 self.rpc[sel] = pc
@@ -571,8 +584,8 @@ class Batch:
         return execute
 
     def _illegal_barrier(self, instr: ir.Instr, count: int, sel):
-        return self.launch.illegal_instruction_error(
-            self, instr, f"waits for {count} threads (a barrier's thread count must be a multiple of the warp "
+        return self.illegal_instruction(
+            instr, f"waits for {count} threads (a barrier's thread count must be a multiple of the warp "
                          f"size, 32)", lanes_of(sel, self.n)[0])
 
     def _write_reduction(self, released, bar, write_dest, reduction):
@@ -712,14 +725,32 @@ class Batch:
                                    lanes, 8)
             args.append(raw.view(np.uint64).reshape(n))
         for i, thread in enumerate(lanes):
-            text = format_printf(self.memory, int(args[0][i]), int(args[1][i]), int(thread))
-            self.launch.write_stdout(text)
+            try:
+                text = format_printf(self.memory, int(args[0][i]), int(args[1][i]), int(thread))
+            except DeviceFault as fault:
+                raise MemoryFault(instr, fault, self.place(thread)) from None
+            self.config.write_stdout(text)
         for symbol in site.returns[:1]:
             self.memory.store("local", np.full(n, symbol.address - ir.FUNC_PARAM_BASE, dtype=np.uint64), lanes, 4,
                               np.zeros(n, dtype=np.int32))
 
     def _assertfail(self, instr: ir.Instr, site: ir.CallSite, sel) -> None:
-        raise self.launch.assert_error(self, instr, site, int(lanes_of(sel, self.n)[0]))
+        """__assertfail(message, file, line, function, char size): stop with the first failing thread's texts."""
+        thread = int(lanes_of(sel, self.n)[0])
+        threads = np.array([thread], dtype=np.int64)
+        values = []
+        for symbol in site.arguments[:3]:
+            width = 8 if symbol.size >= 8 else 4
+            raw = self.memory.load("local", np.array([symbol.address - ir.FUNC_PARAM_BASE], dtype=np.uint64),
+                                   threads, width)
+            values.append(int(raw.view(np.uint64 if width == 8 else np.uint32)[0, 0]))
+        try:
+            texts = [read_c_string(self.memory, address, thread).decode(errors="replace") if address else "?"
+                     for address in values[:2]]
+        except DeviceFault as fault:
+            raise MemoryFault(instr, fault, self.place(thread)) from None
+        texts += ["?"] * (2 - len(texts))
+        raise AssertFailure(texts[0], texts[1], values[2] if len(values) > 2 else 0, self.place(thread))
 
     def _malloc(self, instr, site, sel) -> None:
         raise self.lowering_error(instr, "device-side malloc is not supported")
@@ -742,7 +773,8 @@ class Batch:
                 quiet = self._quiet_checks >= QUIET_SPIN_CHECKS and self.program.local_bytes == 0
                 if digest[1] == self._spin_digest[1] or quiet:
                     self.rpc[sel] = pc
-                    raise self.launch.livelock_error(self, registers_change=digest[1] != self._spin_digest[1])
+                    raise Livelock(digest[1] != self._spin_digest[1], self.backward_branches, self.spin_limit,
+                                   self.warp_snapshot())
             else:
                 self._quiet_checks = 0
             self._spin_digest = digest
@@ -763,7 +795,7 @@ class Batch:
         for allocation in self.memory.allocations():
             if not allocation.freed and allocation.size:
                 digest.update(self.memory.read(allocation.address, allocation.size).data)
-        if self.launch.shared_bytes:
+        if self.config.shared_bytes:
             for cta in range(self.n_ctas):
                 digest.update(np.ascontiguousarray(self.memory.shared_bytes(cta)).data)
         return digest.digest()
@@ -790,6 +822,12 @@ class Batch:
             parts = [(state, pc, lanes_in) for (state, pc), lanes_in in sorted(groups.items(), key=lambda g: g[1][0])]
             result.append((warp // (self.tpc_pad // 32), warp % (self.tpc_pad // 32), parts))
         return result
+
+    def warp_snapshot(self) -> List[WarpState]:
+        """Every warp's state with its block's coordinates, for a report."""
+        return [WarpState(self.thread_coordinates(cta * self.tpc_pad)[0], warp,
+                          tuple((state, pc, tuple(lanes)) for state, pc, lanes in parts))
+                for cta, warp, parts in self.warp_states()]
 
     def waiting_warps(self) -> List[tuple]:
         """(cta, warp, pc, state) of every warp with a thread blocked at a barrier."""

@@ -15,6 +15,8 @@ from isa.types import TYPES
 
 from emulator import ir
 from emulator.base.errors import DeviceError
+from emulator.machine.registry import BUILDERS, builds
+from emulator.machine.stops import MemoryFault
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
 
 ALL = slice(None)
@@ -194,6 +196,7 @@ def guarded(batch, instr: ir.Instr, execute: Callable) -> Callable:
 
 # ---- ALU --------------------------------------------------------------------------------------------
 
+@builds("alu")
 def build_alu(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     signature = decoded.signature
@@ -303,6 +306,7 @@ def _build_setp_pair(batch, decoded: Decoded, dest: ir.PredPairRef, readers) -> 
 
 # ---- data movement ----------------------------------------------------------------------------------
 
+@builds("mov")
 def build_mov(batch, instr: ir.Instr) -> Callable:
     type_name = instr.decoded.type
     dest, source = instr.operands
@@ -339,6 +343,7 @@ def build_mov(batch, instr: ir.Instr) -> Callable:
     return lambda sel: write(sel, read(sel))
 
 
+@builds("cvta")
 def build_cvta(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     space = decoded.get("space")
@@ -359,6 +364,7 @@ def build_cvta(batch, instr: ir.Instr) -> Callable:
     return execute
 
 
+@builds("isspacep")
 def build_isspacep(batch, instr: ir.Instr) -> Callable:
     space = instr.decoded.get("space")
     dest, source = instr.operands
@@ -427,10 +433,10 @@ class AddressPlan:
         return self.space, addresses, threads_of(sel)
 
 
-def _memory_fault(batch, instr: ir.Instr, fault: DeviceFault, sel) -> DeviceError:
+def _memory_fault(batch, instr: ir.Instr, fault: DeviceFault, sel) -> MemoryFault:
     lanes = lanes_of(sel, batch.n) if fault.lane is not None else None
     thread = int(lanes[fault.lane]) if lanes is not None and fault.lane < len(lanes) else None
-    return batch.fault_error(instr, fault, thread)
+    return batch.memory_fault(instr, fault, thread)
 
 
 def _vector_count(decoded: Decoded) -> int:
@@ -447,6 +453,7 @@ def _access_width(batch, instr: ir.Instr, element_bytes: int, count: int) -> int
     return width
 
 
+@builds("ld", guards_itself=True)
 def build_ld(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     type_name = decoded.type
@@ -493,6 +500,7 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
     return guarded(batch, instr, execute)
 
 
+@builds("st", guards_itself=True)
 def build_st(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     type_name = decoded.type
@@ -523,6 +531,7 @@ def build_st(batch, instr: ir.Instr) -> Callable:
     return guarded(batch, instr, execute)
 
 
+@builds("atom", "red", guards_itself=True)
 def build_atom(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     type_name = decoded.type
@@ -628,6 +637,7 @@ def _spread(batch, per_warp: np.ndarray, sel):
     return per_warp[warps]
 
 
+@builds("activemask", guards_itself=True)
 def build_activemask(batch, instr: ir.Instr) -> Callable:
     write = writer(batch, instr.operands[0], "b32")
 
@@ -636,6 +646,7 @@ def build_activemask(batch, instr: ir.Instr) -> Callable:
     return guarded(batch, instr, execute)
 
 
+@builds("vote", guards_itself=True)
 def build_vote(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     mode = decoded.get("votemode")
@@ -664,6 +675,7 @@ def build_vote(batch, instr: ir.Instr) -> Callable:
     return guarded(batch, instr, execute)
 
 
+@builds("shfl", guards_itself=True)
 def build_shfl(batch, instr: ir.Instr) -> Callable:
     mode = instr.decoded.get("shflmode")
     dest = instr.operands[0]
@@ -712,6 +724,7 @@ def build_shfl(batch, instr: ir.Instr) -> Callable:
     return guarded(batch, instr, execute)
 
 
+@builds("match", guards_itself=True)
 def build_match(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     mode = decoded.get("matchmode")
@@ -742,6 +755,7 @@ def build_match(batch, instr: ir.Instr) -> Callable:
     return guarded(batch, instr, execute)
 
 
+@builds("redux", guards_itself=True)
 def build_redux(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     op = decoded.get("reduxop")
@@ -762,6 +776,7 @@ def build_redux(batch, instr: ir.Instr) -> Callable:
     return guarded(batch, instr, execute)
 
 
+@builds("elect", guards_itself=True)
 def build_elect(batch, instr: ir.Instr) -> Callable:
     dest = instr.operands[0]
     if isinstance(dest, ir.PredPairRef):
@@ -780,42 +795,22 @@ def build_elect(batch, instr: ir.Instr) -> Callable:
     return guarded(batch, instr, execute)
 
 
+@builds("nop")
 def build_nop(batch, instr: ir.Instr) -> Callable:
     return lambda sel: None
 
 
+@builds("bar")
 def build_bar_warp(batch, instr: ir.Instr) -> Callable:
     return lambda sel: None
 
 
-BUILDERS = {
-    "alu": build_alu,
-    "mov": build_mov,
-    "cvta": build_cvta,
-    "isspacep": build_isspacep,
-    "ld": build_ld,
-    "st": build_st,
-    "atom": build_atom,
-    "red": build_atom,
-    "vote": build_vote,
-    "shfl": build_shfl,
-    "activemask": build_activemask,
-    "match": build_match,
-    "redux": build_redux,
-    "elect": build_elect,
-    "nop": build_nop,
-}
 
 
 def build(batch, instr: ir.Instr) -> Callable:
     """The executor of a straight-line instruction, guard included."""
-    op_class = instr.op_class
-    if op_class in ("bar",):
-        return build_bar_warp(batch, instr)
-    builder = BUILDERS.get(op_class)
+    builder = BUILDERS.get(instr.op_class)
     if builder is None:
         raise batch.lowering_error(instr, f"'{instr.opcode}' is not supported yet")
-    execute = builder(batch, instr)
-    if op_class in ("ld", "st", "atom", "red", "vote", "shfl", "activemask", "match", "redux", "elect"):
-        return execute
-    return guarded(batch, instr, execute)
+    execute = builder.build(batch, instr)
+    return execute if builder.guards_itself else guarded(batch, instr, execute)

@@ -1,5 +1,5 @@
 """Executors of SASS instructions: each lowered instruction bound to a batch as a closure over its registers,
-constant banks, memory and LDSLK lock table. Registered in emulator.executors.BUILDERS as op class 'sass'.
+constant banks, memory and LDSLK lock table; registered as the builder of op class 'sass'.
 
 Registers are 32-bit arrays (R, UR) and bool arrays (P, UP), one element per thread; a 64-bit operand
 is a register pair (low word first). Uniform registers are written for every lane of the warps that
@@ -7,15 +7,15 @@ execute, as the hardware's one-per-warp copy would be seen.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional
+from typing import Callable, Optional
 
 import numpy as np
 
 from emulator.machine import executors
-from emulator.base.errors import LaunchError
+from emulator.machine.registry import builds
 from emulator.machine.executors import ALL, count_of, lanes_of, subselect, threads_of
 from emulator.memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
-from emulator.ir.sass import Address, ConstWord, Immediate, Pred, SignBit, Special, Value
+from emulator.ir.sass import SASS_OP_CLASS, Address, ConstWord, Immediate, Pred, SignBit, Special, Value
 
 U32, U64 = np.uint32, np.uint64
 #: 32-bit pointers (Fermi code for a 32-bit host) address the 4 GiB of global memory starting here
@@ -24,53 +24,7 @@ BANK_BYTES = 64 * 1024
 #: Fermi's shared-memory locks: 256 per SM (the seed), indexed by bits 2-9 of the shared address; CTAs share
 #: their SM's as %smid places them (CTA number modulo the SM count)
 LOCKS_PER_SM, LOCK_SMS = 256, 132
-#: sm_90 bank 0: the launch's dynamic shared-memory size and the shared memory reserved below user data
-DYNAMIC_SHARED_OFFSET, SHARED_RESERVE_OFFSET = 0x2C, 0x114
 _SIGN = {"f": 0x80000000, "F": 1 << 63, "h": 0x80008000, "hb": 0x80008000}
-
-
-# ---- constant banks --------------------------------------------------------------------------------
-
-def _put(bank: np.ndarray, offset: int, value: int, size: int) -> None:
-    bank[offset:offset + size] = np.frombuffer(int(value).to_bytes(size, "little"), dtype=np.uint8)
-
-
-def constant_banks(batch) -> Dict[int, np.ndarray]:
-    """The launch's constant banks as byte arrays: bank 0 (launch dimensions, stack, parameters) and the
-    module's __constant__ banks. Built once per launch."""
-    launch = batch.launch
-    banks = getattr(launch, "sass_banks", None)
-    if banks is not None:
-        return banks
-    program = batch.program
-    arch = program.arch
-    driver = np.zeros(BANK_BYTES, dtype=np.uint8)
-    banks = {0: driver}
-    for axis in range(3):
-        _put(driver, arch.ntid_offset + 4 * axis, launch.block[axis], 4)
-        _put(driver, arch.nctaid_offset + 4 * axis, launch.grid[axis], 4)
-    if arch.global_descriptor is not None:
-        _put(driver, DYNAMIC_SHARED_OFFSET, launch.dynamic_shared, 4)
-        _put(driver, SHARED_RESERVE_OFFSET, arch.shared_base, 4)
-    stack_bank, stack_offset = arch.stack
-    banks.setdefault(stack_bank, np.zeros(BANK_BYTES, dtype=np.uint8))
-    _put(banks[stack_bank], stack_offset, program.local_bytes, 4)
-    buffer = batch.memory.read(launch.param_base, max(program.param_bytes, 1))
-    for buffer_offset, buffer_size, bank_offset, bank_size in program.bank_params:
-        raw = buffer[buffer_offset:buffer_offset + buffer_size]
-        if bank_size < buffer_size:
-            pointer = int(raw.view(np.uint64)[0])
-            if pointer and not ADDRESS_HIGH <= pointer < ADDRESS_HIGH + (1 << 32):
-                raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                                  f"pointer {pointer:#x} does not fit the 32-bit addresses of {arch.name} code")
-            _put(driver, bank_offset, pointer - ADDRESS_HIGH if pointer else 0, bank_size)
-        else:
-            driver[bank_offset:bank_offset + bank_size] = raw
-    module_banks = getattr(launch.kernel.module, "banks", {})
-    for number in program.user_banks:
-        banks[number] = module_banks.get(number, np.zeros(BANK_BYTES, dtype=np.uint8))
-    launch.sass_banks = banks
-    return banks
 
 
 # ---- operand reading and writing -------------------------------------------------------------------
@@ -114,7 +68,7 @@ def _raw_reader(batch, ref) -> Callable:
 
 
 def _const_reader(batch, ref: ConstWord) -> Callable:
-    bank = constant_banks(batch).get(ref.bank)
+    bank = batch.config.constant_banks.get(ref.bank)
     if bank is None:
         bank = np.zeros(BANK_BYTES, dtype=np.uint8)
     size = ref.width // 8
@@ -145,7 +99,7 @@ def _special_reader(batch, ref: Special) -> Callable:
         value = U32(SHARED_WINDOW >> 32)
         return lambda sel: value
     if ref.name == "smemsz":
-        value = U32(batch.program.arch.shared_base + (batch.launch.dynamic_shared + 127) // 128 * 128)
+        value = U32(batch.program.arch.shared_base + (batch.config.dynamic_shared + 127) // 128 * 128)
         return lambda sel: value
     special = batch.special(ref.name)
     if callable(special):
@@ -602,8 +556,9 @@ BUILDERS = {
 }
 
 
+@builds(SASS_OP_CLASS)
 def build(batch, instr) -> Callable:
-    """The executor of a lowered SASS instruction (the op class 'sass' entry of emulator.executors.BUILDERS)."""
+    """The executor of a lowered SASS instruction (op class 'sass')."""
     plan = instr.info["sass"]
     execute = BUILDERS[plan.kind](batch, instr, plan)
     if batch.observer is not None and instr.decoded.get("space") == "const":
@@ -629,6 +584,3 @@ def _telling_constant_reads(batch, instr, execute) -> Callable:
         observe.memory(batch, instr, "load", "constant", addresses, threads_of(sel), width)
         execute(sel)
     return run
-
-
-executors.BUILDERS["sass"] = build

@@ -14,6 +14,7 @@ import numpy as np
 from isa import fp
 
 from emulator.machine import executors
+from emulator.machine.registry import builds
 from emulator import ir
 from emulator.machine.executors import AddressPlan, lanes_of, reader, writer
 from emulator.memory import DeviceFault
@@ -59,6 +60,7 @@ def _copies(batch) -> AsyncCopies:
     return batch.async_copies
 
 
+@builds("cp_async", guards_itself=True)
 def build_cp_async(batch, instr: ir.Instr):
     decoded = instr.decoded
     op = decoded.get("cpop")
@@ -76,7 +78,7 @@ def build_cp_async(batch, instr: ir.Instr):
             try:
                 copies.complete(batch, threads, keep)
             except DeviceFault as fault:
-                raise batch.fault_error(instr, fault, None) from None
+                raise batch.memory_fault(instr, fault, None) from None
         return executors.guarded(batch, instr, wait)
     destination, source, size_ref = instr.operands[:3]
     source_size = reader(batch, instr.operands[3], "u32") if len(instr.operands) > 3 else None
@@ -93,7 +95,7 @@ def build_cp_async(batch, instr: ir.Instr):
         try:
             return batch.memory.load(space, addresses, owners, size)
         except DeviceFault as fault:
-            raise batch.fault_error(instr, fault, int(owners[fault.lane])) from None
+            raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
 
     def issue(sel):
         lanes = lanes_of(sel, batch.n)
@@ -146,6 +148,7 @@ def _row_lanes(batch, sel, instr, plan, count: int):
     return warps, threads, space, rows, owner
 
 
+@builds("ldmatrix", guards_itself=True)
 def build_ldmatrix(batch, instr: ir.Instr):
     count, transpose, dests, plan = _matrix_operands(batch, instr, 0, "destination")
     writes = [writer(batch, ref, "b32") for ref in dests]
@@ -160,7 +163,7 @@ def build_ldmatrix(batch, instr: ir.Instr):
         try:
             rows = batch.memory.load(space, providers, owner, 16)
         except DeviceFault as fault:
-            raise batch.fault_error(instr, fault, int(owner[fault.lane])) from None
+            raise batch.memory_fault(instr, fault, int(owner[fault.lane])) from None
         matrices = rows.view(np.uint16).reshape(len(warps), count, 8, 8)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
@@ -176,6 +179,7 @@ def build_ldmatrix(batch, instr: ir.Instr):
     return executors.guarded(batch, instr, execute)
 
 
+@builds("stmatrix", guards_itself=True)
 def build_stmatrix(batch, instr: ir.Instr):
     count, transpose, sources, plan = _matrix_operands(batch, instr, 1, "source")
     reads = [reader(batch, ref, "b32") for ref in sources]
@@ -200,7 +204,7 @@ def build_stmatrix(batch, instr: ir.Instr):
         try:
             batch.memory.store(space, targets, owner, 16, matrices.reshape(-1, 8))
         except DeviceFault as fault:
-            raise batch.fault_error(instr, fault, int(owner[fault.lane])) from None
+            raise batch.memory_fault(instr, fault, int(owner[fault.lane])) from None
     return executors.guarded(batch, instr, execute)
 
 
@@ -306,6 +310,7 @@ def _fma_chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return accumulator
 
 
+@builds("mma", guards_itself=True)
 def build_mma(batch, instr: ir.Instr):
     decoded = instr.decoded
     shape = decoded.get("mmashape")
@@ -362,10 +367,6 @@ def build_mma(batch, instr: ir.Instr):
     return executors.guarded(batch, instr, execute)
 
 
-executors.BUILDERS.update({"cp_async": build_cp_async, "ldmatrix": build_ldmatrix, "stmatrix": build_stmatrix,
-                           "mma": build_mma})
-
-
 # ---- wmma -------------------------------------------------------------------------------------------
 # PTX leaves wmma fragment layouts to the implementation; gpuemu's: lane l holds elements
 # l*per .. l*per+per-1 of the fragment's logical matrix in row-major order (per = elements / 32), and
@@ -407,6 +408,7 @@ def _wmma_kind(decoded, role: str) -> str:
     return types[-1] if role in ("a", "b", "c", "d") else types[0]
 
 
+@builds("wmma", guards_itself=True)
 def build_wmma(batch, instr: ir.Instr):
     decoded = instr.decoded
     op = decoded.get("wmmaop")
@@ -464,7 +466,7 @@ def build_wmma(batch, instr: ir.Instr):
             try:
                 raw = batch.memory.load(space, addresses.reshape(-1), owners, size)
             except DeviceFault as fault:
-                raise batch.fault_error(instr, fault, int(owners[fault.lane])) from None
+                raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
             values = _element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
                 len(warps), elements), kind) if kind not in ("f16", "bf16") else None
             if kind in ("f16", "bf16"):
@@ -494,7 +496,7 @@ def build_wmma(batch, instr: ir.Instr):
             try:
                 batch.memory.store(space, targets, owners, size, raw)
             except DeviceFault as fault:
-                raise batch.fault_error(instr, fault, int(owners[fault.lane])) from None
+                raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
     return executors.guarded(batch, instr, execute)
 
 
@@ -557,6 +559,7 @@ def _settle(expected, pending, transactions, phase):
     return expected, pending, transactions, phase
 
 
+@builds("mbarrier", guards_itself=True)
 def build_mbarrier(batch, instr: ir.Instr):
     decoded = instr.decoded
     op = decoded.get("mbarop")
@@ -615,10 +618,7 @@ def build_mbarrier(batch, instr: ir.Instr):
                     raise batch.lowering_error(instr, f"mbarrier.{op} is not supported")
                 memory.store(space, at, owner, 8, np.array([new], dtype=np.uint64))
         except DeviceFault as fault:
-            raise batch.fault_error(instr, fault, int(owners[i])) from None
+            raise batch.memory_fault(instr, fault, int(owners[i])) from None
         if write_dest is not None:
             write_dest(sel, results.astype(bool) if op in ("test_wait", "try_wait") else results)
     return executors.guarded(batch, instr, execute)
-
-
-executors.BUILDERS.update({"wmma": build_wmma, "mbarrier": build_mbarrier})

@@ -15,6 +15,7 @@ import numpy as np
 from isa import halfbits
 
 from emulator.machine import executors
+from emulator.machine.registry import builds
 from emulator import ir
 from emulator.machine.executors import lanes_of, reader, writer
 from emulator.memory import DeviceFault
@@ -136,6 +137,7 @@ def _check_register(batch, instr, ref, kinds: tuple, what: str) -> None:
         raise batch.lowering_error(instr, f"wgmma {what} must be a .{kinds[0]} register")
 
 
+@builds("wgmma")
 def build_wgmma(batch, instr: ir.Instr):
     decoded = instr.decoded
     op = decoded.get("wgmmaop")
@@ -210,14 +212,14 @@ def build_wgmma(batch, instr: ir.Instr):
         try:
             raw = batch.memory.load("shared", addresses.reshape(-1).astype(np.uint64), flat_owners, ELEMENT_BYTES[kind])
         except DeviceFault as fault:
-            raise batch.fault_error(instr, fault, int(flat_owners[fault.lane])) from None
+            raise batch.memory_fault(instr, fault, int(flat_owners[fault.lane])) from None
         return _decode_elements(raw, kind).reshape(addresses.shape)
 
     def execute(sel):
         lanes = lanes_of(sel, batch.n)
         if batch.tpc % 128:
-            raise batch.launch.illegal_instruction_error(
-                batch, instr, f"needs every warp of its warpgroup (4 warps, 128 threads), but the block has "
+            raise batch.illegal_instruction(
+                instr, f"needs every warp of its warpgroup (4 warps, 128 threads), but the block has "
                               f"{batch.tpc} threads,", int(lanes[0]))
         warps = np.unique(lanes >> 5)
         threads = (warps[:, None] * 32 + lane[None, :]).reshape(-1)
@@ -269,6 +271,3 @@ def build_wgmma(batch, instr: ir.Instr):
         for index, write in enumerate(d_write):
             write(threads[take], out[take, index])
     return execute
-
-
-executors.BUILDERS["wgmma"] = build_wgmma

@@ -15,7 +15,8 @@ import numpy as np
 from emulator import ir
 from emulator.base.errors import DeviceError, GpuemuError, UsageError
 from emulator.machine.executors import lanes_of, reader
-from emulator.runtime.launch import plain_name
+from emulator.runtime.faults import ranges
+from emulator.runtime.names import plain_name
 from emulator.machine.batch import AT_BARRIER, EXITED, INF
 from emulator.memory import LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, WINDOW_SIZE
 from emulator.machine.observe import Observer, Observers
@@ -836,8 +837,7 @@ def _warp_bits(flags: np.ndarray) -> np.ndarray:
 
 
 def _lane_list(mask: int) -> str:
-    from emulator.runtime.launch import _ranges
-    return _ranges([lane for lane in range(32) if mask >> lane & 1]) or "none"
+    return ranges([lane for lane in range(32) if mask >> lane & 1]) or "none"
 
 
 # ---- mem --------------------------------------------------------------------------------------------

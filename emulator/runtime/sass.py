@@ -1,86 +1,51 @@
-"""A SASS listing loaded as a module: its `Function :` entries as kernels, parameters from the mangled names,
-__constant__ banks settable by number, launches with the listing's architecture and constant-bank layout."""
+"""What a launch of SASS code puts in the constant banks its listing reads: launch dimensions, the stack,
+parameters (as the listing's architecture lays them out) and the module's __constant__ banks."""
 from __future__ import annotations
 
-import re
-from typing import Dict, List, Optional
+from typing import Dict
 
 import numpy as np
 
-from emulator.base.errors import UsageError
-from emulator.runtime.launch import (DEFAULT_BATCH_BYTES, DEFAULT_MAX_STEPS, SHARED_DEFAULT_LIMIT, Device, Kernel,
-    Launch, LaunchStats, Module, dim3)
-from emulator.machine.sass import BANK_BYTES  # importing executors registers the 'sass' op class with the machine
-from emulator.frontend.sass.lower import SassProgram, lower_function
-from emulator.frontend.sass.parse import parse_listing
+from emulator.base.errors import LaunchError
+from emulator.frontend.sass.lower import SassProgram
+from emulator.machine.sass import ADDRESS_HIGH, BANK_BYTES
 
 #: constant banks c[0x0] .. c[0x11], as cuobjdump numbers them (sm_70 on; Fermi's 16 fit inside)
 CONSTANT_BANKS = 18
-
-_BANK_NAME = re.compile(r"^c\[?\s*(0x[0-9a-fA-F]+|\d+)\s*\]?(?:\[\s*(0x[0-9a-fA-F]+|\d+)\s*\])?$")
-
-
-class SassLaunch(Launch):
-    """A launch of SASS code. A listing does not say how much static shared memory its kernel declares,
-    so a kernel that touches shared memory gets the 48 KB a CTA may use without opting in (or its dynamic
-    size, if larger)."""
-
-    def _check_configuration(self, max_dynamic_shared: Optional[int]) -> None:
-        super()._check_configuration(max_dynamic_shared)
-        if self.program.uses_shared:
-            self.shared_bytes = max(self.shared_bytes, SHARED_DEFAULT_LIMIT)
+#: sm_90 bank 0: the launch's dynamic shared-memory size and the shared memory reserved below user data
+DYNAMIC_SHARED_OFFSET, SHARED_RESERVE_OFFSET = 0x2C, 0x114
 
 
-class SassKernel(Kernel):
-    """One `Function :` of a listing; launches run with the listing's architecture unless told otherwise."""
-
-    def launch(self, grid, block, args, shared: int = 0, *, max_steps: int = DEFAULT_MAX_STEPS,
-               batch_bytes: int = DEFAULT_BATCH_BYTES, arch=None, progress=None, **options) -> LaunchStats:
-        program: SassProgram = self.program
-        launch = SassLaunch(self, dim3(grid), dim3(block), shared,
-                            arch=arch if arch is not None else program.arch.name, **options)
-        return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress)
+def _put(bank: np.ndarray, offset: int, value: int, size: int) -> None:
+    bank[offset:offset + size] = np.frombuffer(int(value).to_bytes(size, "little"), dtype=np.uint8)
 
 
-class SassModule(Module):
-    """A cuobjdump -sass listing (one or more `Function :` sections) loaded into a device."""
-
-    def __init__(self, text: str, source_name: str = "<sass>", device: Optional[Device] = None):
-        self.source_name = "<sass>" if source_name == "<ptx>" else source_name
-        self.listing = parse_listing(text, self.source_name)
-        self.syntax = None
-        self.device = device or Device()
-        self.symbols = {}
-        self.const_base = 0
-        self.const_size = 0
-        self.banks: Dict[int, np.ndarray] = {}
-        self._programs: Dict[str, SassProgram] = {}
-
-    @property
-    def kernel_names(self) -> List[str]:
-        return [function.name for function in self.listing.functions]
-
-    def program(self, name: str) -> SassProgram:
-        if name not in self._programs:
-            function = next(f for f in self.listing.functions if f.name == name)
-            self._programs[name] = lower_function(self.listing, function, self.source_name)
-        return self._programs[name]
-
-    def kernel(self, name: Optional[str] = None) -> SassKernel:
-        return SassKernel(self, self.resolve_kernel(name))
-
-    def global_address(self, name: str):
-        raise UsageError(f"a SASS listing names no symbols: set constant bank 3 with c[0x3]=@file.npy, not '{name}'")
-
-    def set_symbol(self, name: str, data: np.ndarray) -> None:
-        """Fill constant bank N (name `c[0xN]`, `cN` or `c[0xN][offset]`) with data's bytes."""
-        match = _BANK_NAME.match(name.strip())
-        if match is None:
-            self.global_address(name)
-        bank = int(match.group(1), 0)
-        offset = int(match.group(2), 0) if match.group(2) else 0
-        raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-        if not 0 < bank < CONSTANT_BANKS or offset + raw.size > BANK_BYTES:
-            raise UsageError(f"{raw.size} bytes at {offset:#x} do not fit constant bank {bank} (banks 1 to "
-                             f"{CONSTANT_BANKS - 1} hold {BANK_BYTES} bytes each; bank 0 belongs to the launch)")
-        self.banks.setdefault(bank, np.zeros(BANK_BYTES, dtype=np.uint8))[offset:offset + raw.size] = raw
+def constant_banks(program: SassProgram, grid, block, dynamic_shared: int, parameters: np.ndarray,
+                   module_banks: Dict[int, np.ndarray]) -> Dict[int, np.ndarray]:
+    """A launch's constant banks as byte arrays: bank 0 (launch dimensions, stack, parameters) and the
+    module's __constant__ banks the program reads."""
+    arch = program.arch
+    driver = np.zeros(BANK_BYTES, dtype=np.uint8)
+    banks = {0: driver}
+    for axis in range(3):
+        _put(driver, arch.ntid_offset + 4 * axis, block[axis], 4)
+        _put(driver, arch.nctaid_offset + 4 * axis, grid[axis], 4)
+    if arch.global_descriptor is not None:
+        _put(driver, DYNAMIC_SHARED_OFFSET, dynamic_shared, 4)
+        _put(driver, SHARED_RESERVE_OFFSET, arch.shared_base, 4)
+    stack_bank, stack_offset = arch.stack
+    banks.setdefault(stack_bank, np.zeros(BANK_BYTES, dtype=np.uint8))
+    _put(banks[stack_bank], stack_offset, program.local_bytes, 4)
+    for buffer_offset, buffer_size, bank_offset, bank_size in program.bank_params:
+        raw = parameters[buffer_offset:buffer_offset + buffer_size]
+        if bank_size < buffer_size:
+            pointer = int(raw.view(np.uint64)[0])
+            if pointer and not ADDRESS_HIGH <= pointer < ADDRESS_HIGH + (1 << 32):
+                raise LaunchError("CUDA_ERROR_INVALID_VALUE",
+                                  f"pointer {pointer:#x} does not fit the 32-bit addresses of {arch.name} code")
+            _put(driver, bank_offset, pointer - ADDRESS_HIGH if pointer else 0, bank_size)
+        else:
+            driver[bank_offset:bank_offset + bank_size] = raw
+    for number in program.user_banks:
+        banks[number] = module_banks.get(number, np.zeros(BANK_BYTES, dtype=np.uint8))
+    return banks

@@ -375,7 +375,7 @@ def _describe_difference(expected: np.ndarray, actual: np.ndarray, differ) -> st
 def run_launch(spec: LaunchSpec, *, backend: str = "auto", module_cache: Optional[dict] = None):
     """Run one specified launch through gpuemu; returns (arguments after the launch, printed text)."""
     import io
-    from emulator.runtime.launch import Device, Module
+    from emulator.runtime.module import Device, Module
     stdout = io.StringIO()
     key = str(spec.ptx)
     if module_cache is not None and key in module_cache:

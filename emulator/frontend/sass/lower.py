@@ -24,7 +24,7 @@ from emulator.base.errors import PTXSemanticError
 from emulator.frontend.sass import syntax as S
 from emulator.frontend.sass.arch import Arch, arch_for
 from emulator.frontend.sass.mangle import parameter_types
-from emulator.ir.sass import Address, ConstWord, Immediate, Pred, SignBit, Special, Value
+from emulator.ir.sass import SASS_OP_CLASS, Address, ConstWord, Immediate, Pred, SignBit, Special, Value
 from isa.sass import SassOp, lookup, p2r, r2p
 
 #: load/store/atomic mnemonics: (operation, state space)
@@ -74,7 +74,7 @@ class SassDecoded:
     class Family:
         def __init__(self, mnemonic: str):
             self.mnemonic = mnemonic
-            self.op_class = "sass"
+            self.op_class = SASS_OP_CLASS
 
     def __init__(self, mnemonic: str, modifiers: Tuple[str, ...], space: Optional[str] = None):
         self.family = SassDecoded.Family(mnemonic)

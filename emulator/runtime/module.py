@@ -1,0 +1,303 @@
+"""Devices, modules and kernels: PTX or a SASS listing loaded into a device's memory, kernels launched with
+numpy arrays and scalars."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from isa.types import TYPES
+
+from emulator import ir
+from emulator.base.errors import PTXSemanticError, UsageError
+from emulator.frontend.ptx import syntax as S
+from emulator.frontend.ptx.cache import parse_cached
+from emulator.frontend.ptx.lower import lower_kernel, variable_align, variable_size
+from emulator.frontend.sass import looks_like_sass
+from emulator.frontend.sass.lower import SassProgram, lower_function
+from emulator.frontend.sass.parse import parse_listing
+from emulator.machine.executors import immediate
+from emulator.machine.sass import BANK_BYTES
+from emulator.memory import Memory
+from emulator.runtime.arguments import describe_value, dim3, symbol_bytes
+from emulator.runtime.launch import (CONST_BANK_LIMIT, DEFAULT_ARCH, DEFAULT_BATCH_BYTES, DEFAULT_MAX_STEPS,
+                                     DEFAULT_SPIN_LIMIT, GLOBAL_VARIABLE_LIMIT, Launch, LaunchStats)
+from emulator.runtime.names import arch_number, plain_name
+from emulator.runtime.sass import CONSTANT_BANKS
+
+_BANK_NAME = re.compile(r"^c\[?\s*(0x[0-9a-fA-F]+|\d+)\s*\]?(?:\[\s*(0x[0-9a-fA-F]+|\d+)\s*\])?$")
+
+
+class Device:
+    """A device context: one global memory and the stream printf writes to."""
+
+    def __init__(self, *, backend: str = "auto", stdout=None, arch: Union[str, int] = DEFAULT_ARCH,
+                 spin_limit: int = DEFAULT_SPIN_LIMIT):
+        """arch: sm_70 and newer count barrier arrivals per thread, older ones per warp; spin_limit:
+        loop iterations after which a batch whose state stopped changing is reported (0: never)."""
+        self.memory = Memory(backend=backend)
+        self.stdout = stdout
+        self.launches = 0
+        self.arch = arch_number(arch)
+        self.spin_limit = int(spin_limit)
+
+    def write_stdout(self, text: str) -> None:
+        stream = self.stdout if self.stdout is not None else sys.stdout
+        stream.write(text)
+
+
+class Module:
+    """A PTX module loaded into a device: globals allocated, constants initialised, kernels on demand."""
+
+    def __new__(cls, text: str = "", source_name: str = "<ptx>", device: Optional[Device] = None):
+        """Module(text) of a SASS listing (a .sass file, cuobjdump -sass output) is a SassModule."""
+        if cls is Module and looks_like_sass(text, source_name):
+            return super().__new__(SassModule)
+        return super().__new__(cls)
+
+    def __init__(self, text: str, source_name: str = "<ptx>", device: Optional[Device] = None):
+        self.source_name = source_name
+        self.syntax = parse_cached(text, source_name)
+        self.device = device or Device()
+        self.symbols: Dict[str, ir.SymbolInfo] = {}
+        self.const_base = 0
+        self.const_size = 0
+        self._programs: Dict[str, ir.Program] = {}
+        self._load_variables()
+
+    # ---- variables ----
+    def _load_variables(self) -> None:
+        memory = self.device.memory
+        const_decls = [d for d in self.syntax.variables if d.space == "const"]
+        offset = 0
+        for decl in const_decls:
+            align = variable_align(decl)
+            offset = (offset + align - 1) // align * align
+            self.symbols[decl.name] = ir.SymbolInfo(decl.name, "const", offset, variable_size(decl), align)
+            offset += variable_size(decl)
+        self.const_size = max(offset, 4)
+        if offset > CONST_BANK_LIMIT:
+            decl = const_decls[-1]
+            raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                   f"{offset} bytes of __constant__ data exceed the {CONST_BANK_LIMIT}-byte bank")
+        self.const_base = memory.alloc(self.const_size, kind="const", name="__constant__")
+        memory.write(self.const_base, np.zeros(self.const_size, dtype=np.uint8))
+        for decl in self.syntax.variables:
+            if decl.space == "global":
+                size = max(variable_size(decl), 1)
+                if size > GLOBAL_VARIABLE_LIMIT:
+                    raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                           f"global variable '{decl.name}' of {size} bytes is too large")
+                address = memory.alloc(size, align=max(variable_align(decl), 16), name=decl.name)
+                memory.write(address, np.zeros(size, dtype=np.uint8))
+                self.symbols[decl.name] = ir.SymbolInfo(decl.name, "global", address, size, variable_align(decl))
+        for decl in self.syntax.variables:
+            if decl.init is not None and decl.space in ("global", "const"):
+                symbol = self.symbols[decl.name]
+                base = symbol.address + (self.const_base if decl.space == "const" else 0)
+                memory.write(base, self._initializer_bytes(decl))
+            elif decl.space not in ("global", "const", "shared"):
+                raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                       f"module-scope .{decl.space} variables are not supported")
+
+    def _initializer_bytes(self, decl: S.VarDecl) -> np.ndarray:
+        element = TYPES.get(decl.type)
+        size = variable_size(decl)
+        out = np.zeros(size, dtype=np.uint8)
+        values = []
+
+        def flatten(value):
+            if isinstance(value, list):
+                for item in value:
+                    flatten(item)
+            else:
+                values.append(value)
+
+        flatten(decl.init)
+        width = element.bytes if element else 1
+        for i, value in enumerate(values):
+            if (i + 1) * width > size:
+                raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                       f"too many initialisers for '{decl.name}'")
+            if isinstance(value, tuple):
+                _, name, extra = value
+                target = self.symbols.get(name)
+                if target is None:
+                    raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                           f"initialiser names unknown symbol '{name}'")
+                address = target.address + (self.const_base if target.space == "const" else 0) + extra
+                raw = np.array([address], dtype=np.uint64).view(np.uint8)[:width]
+            else:
+                ref = ir.ImmRef(value.kind, value.value)
+                scalar = immediate(ref, decl.type if element else "b8")
+                raw = np.array([scalar]).view(np.uint8)
+            out[i * width:(i + 1) * width] = raw
+        return out
+
+    def global_address(self, name: str) -> Tuple[int, int]:
+        """(device address, size) of a __device__ or __constant__ symbol."""
+        symbol = self.symbols.get(name)
+        if symbol is None:
+            for candidate in self.symbols.values():
+                if plain_name(candidate.name) == name:
+                    symbol = candidate
+                    break
+        if symbol is None:
+            raise UsageError(f"no __constant__ or __device__ symbol named '{name}' in {self.source_name}")
+        base = self.const_base if symbol.space == "const" else 0
+        return base + symbol.address, symbol.size
+
+    def set_symbol(self, name: str, data: np.ndarray) -> None:
+        address, size = self.global_address(name)
+        raw = symbol_bytes(name, data)
+        if raw.size > size:
+            raise UsageError(f"{raw.size} bytes do not fit symbol '{name}' of {size} bytes")
+        self.device.memory.write(address, raw)
+
+    # ---- kernels ----
+    @property
+    def kernel_names(self) -> List[str]:
+        return [fn.name for fn in self.syntax.functions if fn.kind == "entry" and fn.body is not None]
+
+    def resolve_kernel(self, name: Optional[str]) -> str:
+        names = self.kernel_names
+        if name is None:
+            if len(names) == 1:
+                return names[0]
+            if not names:
+                raise UsageError(f"{self.source_name} defines no kernel (no .entry with a body)")
+            listing = ", ".join(plain_name(n) for n in names)
+            raise UsageError(f"{self.source_name} has {len(names)} kernels ({listing}): choose one by name "
+                             f"(--kernel NAME, or kernel(NAME) from Python)")
+        if name in names:
+            return name
+        matches = [n for n in names if plain_name(n) == name]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise UsageError(f"'{name}' is ambiguous: {', '.join(matches)}")
+        listing = ", ".join(plain_name(n) for n in names) or "none"
+        raise UsageError(f"no kernel named '{name}' in {self.source_name} (kernels: {listing})")
+
+    def program(self, name: str) -> ir.Program:
+        if name not in self._programs:
+            try:
+                self._programs[name] = lower_kernel(self.syntax, name, self.symbols)
+            except RecursionError:
+                raise PTXSemanticError(self.source_name, 1, 1, f"kernel '{name}' nests blocks too deeply") from None
+        return self._programs[name]
+
+    def kernel(self, name: Optional[str] = None) -> "Kernel":
+        return Kernel(self, self.resolve_kernel(name))
+
+    def __getitem__(self, name: str) -> "Kernel":
+        return self.kernel(name)
+
+
+class Kernel:
+    """One entry function of a module; launch it with numpy arrays and scalars."""
+
+    def __init__(self, module: Module, name: str):
+        self.module = module
+        self.name = name
+        self.program = module.program(name)
+
+    @property
+    def params(self) -> List[ir.KernelParam]:
+        return self.program.params
+
+    def __call__(self, grid, block, args, shared_mem: int = 0, **options) -> LaunchStats:
+        return self.launch(grid, block, args, shared=shared_mem, **options)
+
+    def launch(self, grid, block, args: Sequence, shared: int = 0, *, max_steps: int = DEFAULT_MAX_STEPS,
+               observer=None, policy=None, max_dynamic_shared: Optional[int] = None,
+               batch_bytes: int = DEFAULT_BATCH_BYTES, arch: Union[str, int, None] = None,
+               spin_limit: Optional[int] = None, progress=None) -> LaunchStats:
+        """Run the kernel; numpy array arguments are copied to the device and written back in place.
+
+        observer: an emulator.observe.Observer (statistics, traces, checkers, debugger); policy: a
+        scheduling policy object with select(batch) (and optionally turn_limit) replacing the default
+        lowest-pc-first choice of the next group of threads. arch and spin_limit default to the device's.
+        progress: called with (CTAs done, CTAs in all) after each batch of CTAs."""
+        launch = Launch(self, dim3(grid, "grid"), dim3(block, "block"), shared, observer=observer, policy=policy,
+                        max_dynamic_shared=max_dynamic_shared, arch=arch, spin_limit=spin_limit)
+        return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress)
+
+
+SOURCE_SUFFIXES = (".ptx", ".sass", ".cubin", ".fatbin", ".cuobjdump", ".s", ".txt")
+
+
+def looks_like_path(text: str) -> bool:
+    """A one-line string that names a file: it ends like a kernel source or holds a directory separator."""
+    if "\n" in text or "{" in text or ";" in text:
+        return False
+    return text.strip().lower().endswith(SOURCE_SUFFIXES) or "/" in text or os.sep in text
+
+
+def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None) -> Module:
+    """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text."""
+    if isinstance(source, (bytes, bytearray)):
+        try:
+            source = bytes(source).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise UsageError(f"load() was given bytes that are not UTF-8 text "
+                             f"(byte 0x{error.object[error.start]:02x} at offset {error.start})") from None
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and
+                                           (looks_like_path(source) or ("\n" not in source and
+                                                                        os.path.exists(source)))):
+        path = os.fsdecode(os.fspath(source))
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError as error:
+            raise UsageError(f"{path}: cannot read it ({error.strerror or error})") from None
+        return Module(text, path, device)
+    if not isinstance(source, str):
+        raise UsageError(f"load() takes a path, PTX text or UTF-8 bytes, not {describe_value(source)}")
+    return Module(source, "<ptx>", device)
+
+
+class SassModule(Module):
+    """A cuobjdump -sass listing (one or more `Function :` sections) loaded into a device."""
+
+    def __init__(self, text: str, source_name: str = "<sass>", device: Optional[Device] = None):
+        self.source_name = "<sass>" if source_name == "<ptx>" else source_name
+        self.listing = parse_listing(text, self.source_name)
+        self.syntax = None
+        self.device = device or Device()
+        self.symbols = {}
+        self.const_base = 0
+        self.const_size = 0
+        self.banks: Dict[int, np.ndarray] = {}
+        self._programs: Dict[str, SassProgram] = {}
+
+    @property
+    def kernel_names(self) -> List[str]:
+        return [function.name for function in self.listing.functions]
+
+    def program(self, name: str) -> SassProgram:
+        if name not in self._programs:
+            function = next(f for f in self.listing.functions if f.name == name)
+            self._programs[name] = lower_function(self.listing, function, self.source_name)
+        return self._programs[name]
+
+    def global_address(self, name: str):
+        raise UsageError(f"a SASS listing names no symbols: set constant bank 3 with c[0x3]=@file.npy, not '{name}'")
+
+    def set_symbol(self, name: str, data: np.ndarray) -> None:
+        """Fill constant bank N (name `c[0xN]`, `cN` or `c[0xN][offset]`) with data's bytes."""
+        match = _BANK_NAME.match(name.strip())
+        if match is None:
+            self.global_address(name)
+        bank = int(match.group(1), 0)
+        offset = int(match.group(2), 0) if match.group(2) else 0
+        raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        if not 0 < bank < CONSTANT_BANKS or offset + raw.size > BANK_BYTES:
+            raise UsageError(f"{raw.size} bytes at {offset:#x} do not fit constant bank {bank} (banks 1 to "
+                             f"{CONSTANT_BANKS - 1} hold {BANK_BYTES} bytes each; bank 0 belongs to the launch)")
+        self.banks.setdefault(bank, np.zeros(BANK_BYTES, dtype=np.uint8))[offset:offset + raw.size] = raw
