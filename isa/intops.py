@@ -779,6 +779,11 @@ def lxor(a, b):
 
 
 @_silent
+def move(a):
+    """mov: the source's bits, unchanged."""
+    return a
+
+
 def lnot(a):
     """not: bitwise complement (logical not for bool predicates)."""
     return np.invert(np.asarray(a))

@@ -7,7 +7,7 @@ from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from isa import fp, intops
+from isa import atomic, fp, intops, memory, tensor, warp
 from isa.types import FLOATS, HALVES, INT_TYPES, TYPES, widened
 
 # ---- modifier vocabulary -------------------------------------------------------------------------
@@ -76,6 +76,8 @@ CATEGORIES: Dict[str, frozenset] = {name: frozenset(values.split()) for name, va
     "nocomplete": "noComplete",
     "wgmmaop": "mma_async fence commit_group wait_group",
     "wgmmashape": " ".join(f"m64n{n}k{k}" for n in range(8, 257, 8) for k in (8, 16, 32, 256)),
+    # bar / barrier write "bar.cta.sync"; the scope word belongs to its own category there
+    "cta": "cta",
 }.items()}
 
 #: modifiers with a `::` qualifier keep only the part before it (shared::cta → shared) except hints.
@@ -123,12 +125,15 @@ class Signature:
 
 @dataclass(frozen=True)
 class Family:
+    """One opcode family: its operand signature, the types and modifier categories it takes, the op class that
+    tells the machine how to run it, and its semantics: given a decoded instruction, the pure numpy function
+    it computes (None only for what the scheduler itself does and for instructions without an effect)."""
     mnemonic: str
     sig: Union[str, Callable[[Decoded], str]]
     types: Tuple[Tuple[str, ...], ...] = ()
     mods: Tuple[str, ...] = ()
     op_class: str = "alu"
-    build: Optional[Callable[[Decoded], Callable]] = None
+    semantics: Optional[Callable[[Decoded], Callable]] = None
     doc: str = ""
     carry_in: bool = False
     carry_out: bool = False
@@ -467,131 +472,210 @@ FLOAT_ALL = FLOATS + HALVES
 MEM_TYPES = INT_TYPES + FLOATS + ("f16", "f16x2", "bf16", "bf16x2")
 ATOM_TYPES = ("b16", "b32", "b64", "u32", "u64", "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2")
 
+# ---- semantics of the memory, atomic, warp-wide and tensor families --------------------------------
+
+def vector_count(d: Decoded) -> int:
+    """Elements a .v2/.v4/.v8 access moves per thread (1 without a vector modifier)."""
+    vec = d.get("vec")
+    return int(vec[1:]) if vec else 1
+
+
+def _load(d):
+    return partial(memory.unpack_elements, dtype=TYPES[d.type].dtype, count=vector_count(d))
+
+
+def _store(d):
+    return partial(memory.pack_elements, dtype=TYPES[d.type].dtype)
+
+
+def _atomic(d):
+    return partial(atomic.combine, d.get("atomop") or d.get("redop"), d.type)
+
+
+def _cvta(d):
+    return memory.from_generic if d.has("cvtadir") else memory.to_generic
+
+
+def _moded(fn, category):
+    return lambda d: partial(fn, d.get(category))
+
+
+def _mma(d):
+    if d.types[1] == "f64":
+        return tensor.fma_chain
+    return partial(tensor.tensor_core_sum, kind=d.types[1], accumulator=d.types[0])
+
+
+def _matrix_move(d):
+    return tensor.fragments_matrix if d.family.mnemonic == "stmatrix" else tensor.matrix_fragments
+
+
 FAMILIES: Tuple[Family, ...] = (
     # integer and float arithmetic
-    Family("add", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("rnd", "ftz", "sat", "cc"), build=_add,
-           carry_out=True),
-    Family("addc", "T <- T, T", (("u32", "s32", "u64", "s64"),), ("cc",), build=_addc, carry_in=True,
-           carry_out=True),
-    Family("sub", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("rnd", "ftz", "sat", "cc"), build=_sub,
-           carry_out=True),
-    Family("subc", "T <- T, T", (("u32", "s32", "u64", "s64"),), ("cc",), build=_subc, carry_in=True,
-           carry_out=True),
-    Family("mul", _mul_sig, (ARITH_INT + FLOAT_ALL,), ("mulmode", "rnd", "ftz", "sat"), build=_mul),
-    Family("mad", _mad_sig, (ARITH_INT + FLOAT_ALL,), ("mulmode", "rnd", "ftz", "sat", "cc"), build=_mad,
-           carry_out=True),
-    Family("madc", "T <- T, T, T", (("u32", "s32", "u64", "s64"),), ("mulmode", "cc"), build=_madc,
-           carry_in=True, carry_out=True),
-    Family("mul24", "T <- T, T", (("u32", "s32"),), ("halfmode",), build=_mul24),
-    Family("mad24", "T <- T, T, T", (("u32", "s32"),), ("halfmode", "sat"), build=_mad24),
-    Family("sad", "T <- T, T, T", (ARITH_INT,), build=_typed(intops.sad)),
-    Family("fma", "T <- T, T, T", (FLOAT_ALL,), ("rnd", "ftz", "sat", "oob", "relu"), build=_fma),
-    Family("div", "T <- T, T", (ARITH_INT + FLOATS,), ("rnd", "approx", "ftz"), build=_div),
-    Family("rem", "T <- T, T", (ARITH_INT,), build=_rem),
-    Family("abs", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), build=_abs),
-    Family("neg", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), build=_neg),
+    Family("add", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("rnd", "ftz", "sat", "cc"), semantics=_add,
+           carry_out=True, doc="a + b: integers wrap (.sat clamps s32, .cc sets the carry), floats round"),
+    Family("addc", "T <- T, T", (("u32", "s32", "u64", "s64"),), ("cc",), semantics=_addc, carry_in=True,
+           carry_out=True, doc="a + b + carry in"),
+    Family("sub", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("rnd", "ftz", "sat", "cc"), semantics=_sub,
+           carry_out=True, doc="a - b"),
+    Family("subc", "T <- T, T", (("u32", "s32", "u64", "s64"),), ("cc",), semantics=_subc, carry_in=True,
+           carry_out=True, doc="a - b - borrow in"),
+    Family("mul", _mul_sig, (ARITH_INT + FLOAT_ALL,), ("mulmode", "rnd", "ftz", "sat"), semantics=_mul,
+           doc="a * b: .lo/.hi half or .wide product of integers, a rounded product of floats"),
+    Family("mad", _mad_sig, (ARITH_INT + FLOAT_ALL,), ("mulmode", "rnd", "ftz", "sat", "cc"), semantics=_mad,
+           carry_out=True, doc="a * b + c (mad.f32/f64 with a rounding modifier is a fused fma)"),
+    Family("madc", "T <- T, T, T", (("u32", "s32", "u64", "s64"),), ("mulmode", "cc"), semantics=_madc,
+           carry_in=True, carry_out=True, doc="a * b + c + carry in"),
+    Family("mul24", "T <- T, T", (("u32", "s32"),), ("halfmode",), semantics=_mul24,
+           doc="product of the low 24 bits of a and b, its low or high 32 bits"),
+    Family("mad24", "T <- T, T, T", (("u32", "s32"),), ("halfmode", "sat"), semantics=_mad24,
+           doc="mul24 then + c"),
+    Family("sad", "T <- T, T, T", (ARITH_INT,), semantics=_typed(intops.sad), doc="|a - b| + c"),
+    Family("fma", "T <- T, T, T", (FLOAT_ALL,), ("rnd", "ftz", "sat", "oob", "relu"), semantics=_fma,
+           doc="a * b + c rounded once"),
+    Family("div", "T <- T, T", (ARITH_INT + FLOATS,), ("rnd", "approx", "ftz"), semantics=_div,
+           doc="a / b: integers truncate (by zero: all ones), floats round, .approx/.full as the H100"),
+    Family("rem", "T <- T, T", (ARITH_INT,), semantics=_rem, doc="the remainder of a / b, the sign of a"),
+    Family("abs", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), semantics=_abs, doc="|a|"),
+    Family("neg", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), semantics=_neg, doc="-a"),
     Family("min", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("ftz", "nan", "relu", "xorsign", "absmod"),
-           build=_minmax(fp.fmin, intops.imin)),
+           semantics=_minmax(fp.fmin, intops.imin), doc="the smaller of a and b (floats: the non-NaN one)"),
     Family("max", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("ftz", "nan", "relu", "xorsign", "absmod"),
-           build=_minmax(fp.fmax, intops.imax)),
-    Family("copysign", "T <- T, T", (FLOATS,), build=_copysign),
-    Family("testp", "pred <- T", (FLOATS,), ("testprop",), build=_testp),
-    Family("rcp", "T <- T", (FLOATS,), ("rnd", "approx", "ftz"), build=_unary_float(fp.frcp, with_mode=True)),
-    Family("sqrt", "T <- T", (FLOATS,), ("rnd", "approx", "ftz"), build=_unary_float(fp.fsqrt, with_mode=True)),
-    Family("rsqrt", "T <- T", (FLOATS,), ("approx", "ftz"), build=_unary_float(fp.frsqrt)),
-    Family("sin", "T <- T", (("f32",),), ("approx", "ftz"), build=_unary_float(fp.fsin)),
-    Family("cos", "T <- T", (("f32",),), ("approx", "ftz"), build=_unary_float(fp.fcos)),
-    Family("lg2", "T <- T", (("f32",),), ("approx", "ftz"), build=_unary_float(fp.flg2)),
+           semantics=_minmax(fp.fmax, intops.imax), doc="the larger of a and b (floats: the non-NaN one)"),
+    Family("copysign", "T <- T, T", (FLOATS,), semantics=_copysign, doc="b with the sign of a"),
+    Family("testp", "pred <- T", (FLOATS,), ("testprop",), semantics=_testp,
+           doc="whether a is finite, infinite, a number, NaN, normal or subnormal"),
+    Family("rcp", "T <- T", (FLOATS,), ("rnd", "approx", "ftz"), semantics=_unary_float(fp.frcp, with_mode=True),
+           doc="1 / a"),
+    Family("sqrt", "T <- T", (FLOATS,), ("rnd", "approx", "ftz"), semantics=_unary_float(fp.fsqrt, with_mode=True),
+           doc="the square root of a"),
+    Family("rsqrt", "T <- T", (FLOATS,), ("approx", "ftz"), semantics=_unary_float(fp.frsqrt),
+           doc="1 / sqrt(a), approximated as the H100's special-function unit does"),
+    Family("sin", "T <- T", (("f32",),), ("approx", "ftz"), semantics=_unary_float(fp.fsin),
+           doc="sin(a), approximated as the H100's special-function unit does"),
+    Family("cos", "T <- T", (("f32",),), ("approx", "ftz"), semantics=_unary_float(fp.fcos),
+           doc="cos(a), approximated as the H100's special-function unit does"),
+    Family("lg2", "T <- T", (("f32",),), ("approx", "ftz"), semantics=_unary_float(fp.flg2),
+           doc="log2(a), approximated as the H100's special-function unit does"),
     Family("ex2", "T <- T", (("f32", "f16", "f16x2", "bf16", "bf16x2"),), ("approx", "ftz"),
-           build=_unary_float(fp.fex2)),
+           semantics=_unary_float(fp.fex2), doc="2 ** a, approximated as the H100's special-function unit does"),
     Family("tanh", "T <- T", (("f32", "f16", "f16x2", "bf16", "bf16x2"),), ("approx",),
-           build=_unary_float(fp.ftanh)),
+           semantics=_unary_float(fp.ftanh), doc="tanh(a), approximated as the H100's special-function unit does"),
     # bit manipulation
-    Family("popc", "u32 <- T", (("b32", "b64"),), build=_plain(intops.popc)),
-    Family("clz", "u32 <- T", (("b32", "b64"),), build=_plain(intops.clz)),
-    Family("bfind", "u32 <- T", (("u32", "s32", "u64", "s64"),), ("shiftamt",), build=_bfind),
-    Family("brev", "T <- T", (("b32", "b64"),), build=_plain(intops.brev)),
-    Family("bfe", "T <- T, u32, u32", (("u32", "s32", "u64", "s64"),), build=_typed(intops.bfe)),
-    Family("bfi", "T <- T, T, u32, u32", (("b32", "b64"),), build=_typed(intops.bfi)),
-    Family("prmt", "b32 <- b32, b32, b32", (("b32",),), ("prmtmode",), build=_prmt),
-    Family("shf", "b32 <- b32, b32, u32", (("b32",),), ("shfldir", "shfmode"), build=_shf),
-    Family("shl", "T <- T, u32", (("b16", "b32", "b64"),), build=_shl),
+    Family("popc", "u32 <- T", (("b32", "b64"),), semantics=_plain(intops.popc), doc="the number of set bits"),
+    Family("clz", "u32 <- T", (("b32", "b64"),), semantics=_plain(intops.clz), doc="the number of leading zeros"),
+    Family("bfind", "u32 <- T", (("u32", "s32", "u64", "s64"),), ("shiftamt",), semantics=_bfind,
+           doc="the position of the most significant non-sign bit (all ones: none)"),
+    Family("brev", "T <- T", (("b32", "b64"),), semantics=_plain(intops.brev), doc="the bits in reverse order"),
+    Family("bfe", "T <- T, u32, u32", (("u32", "s32", "u64", "s64"),), semantics=_typed(intops.bfe),
+           doc="bit field extract: len bits of a from pos, zero- or sign-extended"),
+    Family("bfi", "T <- T, T, u32, u32", (("b32", "b64"),), semantics=_typed(intops.bfi),
+           doc="bit field insert: len bits of a into b at pos"),
+    Family("prmt", "b32 <- b32, b32, b32", (("b32",),), ("prmtmode",), semantics=_prmt,
+           doc="byte permute of the eight bytes of a and b"),
+    Family("shf", "b32 <- b32, b32, u32", (("b32",),), ("shfldir", "shfmode"), semantics=_shf,
+           doc="funnel shift of the 64-bit b:a, clamped or wrapped amount"),
+    Family("shl", "T <- T, u32", (("b16", "b32", "b64"),), semantics=_shl, doc="a << b (amounts past the width: 0)"),
     Family("shr", "T <- T, u32", (("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64"),),
-           build=_shr),
-    Family("and", "T <- T, T", (BITWISE,), build=_logic(intops.land)),
-    Family("or", "T <- T, T", (BITWISE,), build=_logic(intops.lor)),
-    Family("xor", "T <- T, T", (BITWISE,), build=_logic(intops.lxor)),
-    Family("not", "T <- T", (BITWISE,), build=_logic(intops.lnot)),
-    Family("cnot", "T <- T", (("b16", "b32", "b64"),), build=_logic(intops.cnot)),
-    Family("lop3", "b32 <- b32, b32, b32, b32, pred?", (("b32",),), ("boolop",), build=_lop3),
-    Family("fns", "b32 <- b32, u32, s32", (("b32",),), build=_plain(intops.fns)),
-    Family("bmsk", "b32 <- b32, b32", (("b32",),), ("shfmode",), build=_bmsk),
-    Family("szext", "T <- T, u32", (("u32", "s32"),), ("shfmode",), build=_szext),
-    Family("dp4a", _dp_sig, (("u32", "s32"), ("u32", "s32")), build=_dp4a),
-    Family("dp2a", _dp_sig, (("u32", "s32"), ("u32", "s32")), ("halfmode",), build=_dp2a),
+           semantics=_shr, doc="a >> b, arithmetic for signed types"),
+    Family("and", "T <- T, T", (BITWISE,), semantics=_logic(intops.land), doc="a & b"),
+    Family("or", "T <- T, T", (BITWISE,), semantics=_logic(intops.lor), doc="a | b"),
+    Family("xor", "T <- T, T", (BITWISE,), semantics=_logic(intops.lxor), doc="a ^ b"),
+    Family("not", "T <- T", (BITWISE,), semantics=_logic(intops.lnot), doc="~a"),
+    Family("cnot", "T <- T", (("b16", "b32", "b64"),), semantics=_logic(intops.cnot), doc="a == 0 ? 1 : 0"),
+    Family("lop3", "b32 <- b32, b32, b32, b32, pred?", (("b32",),), ("boolop",), semantics=_lop3,
+           doc="any function of three bit vectors given as its truth table"),
+    Family("fns", "b32 <- b32, u32, s32", (("b32",),), semantics=_plain(intops.fns),
+           doc="the position of the n-th set bit from base"),
+    Family("bmsk", "b32 <- b32, b32", (("b32",),), ("shfmode",), semantics=_bmsk,
+           doc="a mask of b ones from bit a"),
+    Family("szext", "T <- T, u32", (("u32", "s32"),), ("shfmode",), semantics=_szext,
+           doc="sign- or zero-extend a from bit b"),
+    Family("dp4a", _dp_sig, (("u32", "s32"), ("u32", "s32")), semantics=_dp4a,
+           doc="four-way byte dot product plus c"),
+    Family("dp2a", _dp_sig, (("u32", "s32"), ("u32", "s32")), ("halfmode",), semantics=_dp2a,
+           doc="two-way 16-bit by 8-bit dot product plus c"),
     # comparison and selection
-    Family("setp", "pred <- T, T, pred?", (ALL_DATA,), ("cmp", "boolop", "ftz"), build=_setp),
+    Family("setp", "pred <- T, T, pred?", (ALL_DATA,), ("cmp", "boolop", "ftz"), semantics=_setp,
+           doc="compare a and b (optionally combined with c) into a predicate (and its negation)"),
     Family("set", "T0 <- T1, T1, pred?", (("u32", "s32", "f32") + HALVES, ALL_DATA), ("cmp", "boolop", "ftz"),
-           build=_set),
-    Family("selp", "T <- T, T, pred", (ALL_DATA,), build=_selp),
-    Family("slct", "T0 <- T0, T0, T1", (INT_TYPES + FLOATS, ("s32", "f32")), ("ftz",), build=_slct),
+           semantics=_set, doc="compare into all ones / 1.0 or zero"),
+    Family("selp", "T <- T, T, pred", (ALL_DATA,), semantics=_selp, doc="c ? a : b"),
+    Family("slct", "T0 <- T0, T0, T1", (INT_TYPES + FLOATS, ("s32", "f32")), ("ftz",), semantics=_slct,
+           doc="c >= 0 ? a : b"),
     # conversion and data movement
     Family("cvt", _cvt_sig, (CVT_TYPES, CVT_TYPES, ("b32",)), ("rnd", "irnd", "ftz", "sat", "relu", "satfinite", "pack"),
-           build=_cvt, optional_slots=1),
-    Family("mov", "T <- T", (ALL_DATA + ("pred",),), op_class="mov"),
-    Family("cvta", "T <- T", (("u32", "u64"),), ("cvtadir", "space"), op_class="cvta"),
-    Family("isspacep", "pred <- u64", (), ("space",), op_class="isspacep"),
-    Family("ld", "T <- addr", (MEM_TYPES,), ("space", "cache", "sem", "scope", "vec"), op_class="ld"),
-    Family("ldu", "T <- addr", (MEM_TYPES,), ("space", "vec"), op_class="ld"),
-    Family("st", "<- addr, T", (MEM_TYPES,), ("space", "cache", "sem", "scope", "vec"), op_class="st"),
+           semantics=_cvt, optional_slots=1, doc="convert between types: rounding, saturation, NaN to 0"),
+    Family("mov", "T <- T", (ALL_DATA + ("pred",),), op_class="mov", semantics=_plain(intops.move),
+           doc="copy a value (and pack or unpack vector registers)"),
+    Family("cvta", "T <- T", (("u32", "u64"),), ("cvtadir", "space"), op_class="cvta", semantics=_cvta,
+           doc="a state-space address to a generic one, or back with .to"),
+    Family("isspacep", "pred <- u64", (), ("space",), op_class="isspacep", semantics=_plain(memory.in_window),
+           doc="whether a generic address lies in a state space"),
+    Family("ld", "T <- addr", (MEM_TYPES,), ("space", "cache", "sem", "scope", "vec"), op_class="ld",
+           semantics=_load, doc="load one element or a vector of them per thread"),
+    Family("ldu", "T <- addr", (MEM_TYPES,), ("space", "vec"), op_class="ld", semantics=_load,
+           doc="load a value uniform across the warp (as ld)"),
+    Family("st", "<- addr, T", (MEM_TYPES,), ("space", "cache", "sem", "scope", "vec"), op_class="st",
+           semantics=_store, doc="store one element or a vector of them per thread"),
     Family("atom", "T <- addr, T, T?", (ATOM_TYPES,), ("space", "sem", "scope", "atomop", "noftz", "vec"),
-           op_class="atom"),
+           op_class="atom", semantics=_atomic, doc="read-modify-write memory, lanes in order; returns the old value"),
     Family("red", "<- addr, T", (ATOM_TYPES,), ("space", "sem", "scope", "redop", "noftz", "vec"),
-           op_class="red"),
-    Family("prefetch", "<- addr", (), ("space", "prefetchlevel"), op_class="nop"),
-    Family("prefetchu", "<- addr", (), ("prefetchlevel",), op_class="nop"),
-    # control flow
-    Family("bra", "<- label", (), ("uni",), op_class="bra"),
-    Family("call", "<- call", (), ("uni",), op_class="call"),
-    Family("ret", "<-", (), ("uni",), op_class="ret"),
-    Family("exit", "<-", (), op_class="exit"),
-    Family("trap", "<-", (), op_class="trap"),
-    Family("brkpt", "<-", (), op_class="trap"),
-    Family("nanosleep", "<- u32", (("u32",),), op_class="nop"),
-    Family("pmevent", "<- u32", (), op_class="nop"),
-    # synchronisation
+           op_class="red", semantics=_atomic, doc="atom without the result"),
+    Family("prefetch", "<- addr", (), ("space", "prefetchlevel"), op_class="nop", doc="a cache hint: no effect here"),
+    Family("prefetchu", "<- addr", (), ("prefetchlevel",), op_class="nop", doc="a cache hint: no effect here"),
+    # control flow: run by the scheduler (emulator.machine.batch)
+    Family("bra", "<- label", (), ("uni",), op_class="bra", doc="branch (divergent lanes split and reconverge)"),
+    Family("call", "<- call", (), ("uni",), op_class="call", doc="call a .func, parameters by value"),
+    Family("ret", "<-", (), ("uni",), op_class="ret", doc="return from a .func (from a kernel: exit)"),
+    Family("exit", "<-", (), op_class="exit", doc="end the thread"),
+    Family("trap", "<-", (), op_class="trap", doc="abort the kernel (CUDA_ERROR_LAUNCH_FAILED)"),
+    Family("brkpt", "<-", (), op_class="trap", doc="a breakpoint: aborts as trap does without a debugger"),
+    Family("nanosleep", "<- u32", (("u32",),), op_class="nop", doc="a scheduling hint: no effect here"),
+    Family("pmevent", "<- u32", (), op_class="nop", doc="a profiler event: no effect here"),
+    # synchronisation: run by the scheduler
     Family("bar", "<- u32, u32?", (("u32", "pred"),), ("barmode", "aligned", "barredop", "cta", "barwarp"),
-           op_class="bar", type_optional=True),
+           op_class="bar", type_optional=True, doc="CTA barrier (sync, arrive, red.popc/and/or); bar.warp.sync"),
     Family("barrier", "<- u32, u32?", (("u32", "pred"),), ("barmode", "aligned", "barredop", "cta"), op_class="bar",
-           type_optional=True),
-    Family("membar", "<-", (), ("membarlevel",), op_class="nop"),
-    Family("fence", "<-", (), ("sem", "scope", "fenceproxy", "space"), op_class="nop"),
+           type_optional=True, doc="barrier.sync without .aligned (as bar)"),
+    Family("membar", "<-", (), ("membarlevel",), op_class="nop",
+           doc="a memory fence: every access is already visible in program order here"),
+    Family("fence", "<-", (), ("sem", "scope", "fenceproxy", "space"), op_class="nop",
+           doc="a memory fence: every access is already visible in program order here"),
     # warp-level
-    Family("vote", "T <- pred, b32?", (("pred", "b32"),), ("sync", "votemode"), op_class="vote"),
-    Family("shfl", "b32 <- b32, b32, b32, b32?", (("b32",),), ("sync", "shflmode"), op_class="shfl"),
-    Family("activemask", "b32 <-", (("b32",),), op_class="activemask"),
-    Family("match", "b32 <- T, b32", (("b32", "b64"),), ("sync", "matchmode"), op_class="match"),
-    Family("redux", "T <- T, b32", (("u32", "s32", "b32"),), ("sync", "reduxop"), op_class="redux"),
-    Family("elect", "pred <- b32", (), ("sync",), op_class="elect"),
+    Family("vote", "T <- pred, b32?", (("pred", "b32"),), ("sync", "votemode"), op_class="vote",
+           semantics=_moded(warp.vote, "votemode"), doc="all/any/uni/ballot of a predicate over the warp"),
+    Family("shfl", "b32 <- b32, b32, b32, b32?", (("b32",),), ("sync", "shflmode"), op_class="shfl",
+           semantics=_moded(warp.shfl_source, "shflmode"), doc="read another lane's register"),
+    Family("activemask", "b32 <-", (("b32",),), op_class="activemask", semantics=_plain(warp.activemask),
+           doc="the mask of the warp's executing lanes"),
+    Family("match", "b32 <- T, b32", (("b32", "b64"),), ("sync", "matchmode"), op_class="match",
+           semantics=_moded(warp.match, "matchmode"), doc="the lanes holding the same value"),
+    Family("redux", "T <- T, b32", (("u32", "s32", "b32"),), ("sync", "reduxop"), op_class="redux",
+           semantics=_moded(warp.redux, "reduxop"), doc="an integer reduction over the warp"),
+    Family("elect", "pred <- b32", (), ("sync",), op_class="elect", semantics=_plain(warp.elect),
+           doc="one leader lane of the warp"),
     # asynchronous copies and tensor cores (what Triton and cuBLAS-style PTX use)
-    Family("cp", "<- addr, addr, u32, u32?", (), ("asyncmode", "cpop", "cache", "cpspace"), op_class="cp_async"),
+    Family("cp", "<- addr, addr, u32, u32?", (), ("asyncmode", "cpop", "cache", "cpspace"), op_class="cp_async",
+           semantics=_plain(memory.copied_bytes), doc="cp.async: copy to shared memory, visible after wait_group"),
     Family("ldmatrix", "b32 <- addr", (("b16", "b8"),), ("sync", "aligned", "matrixshape", "matrixnum", "trans", "space"),
-           op_class="ldmatrix"),
+           op_class="ldmatrix", semantics=_matrix_move, doc="load 8x8 matrices into the warp's fragments"),
     Family("stmatrix", "<- addr, b32", (("b16", "b8"),), ("sync", "aligned", "matrixshape", "matrixnum", "trans", "space"),
-           op_class="stmatrix"),
+           op_class="stmatrix", semantics=_matrix_move, doc="store the warp's fragments as 8x8 matrices"),
     Family("wmma", "<-", (WMMA_TYPES, WMMA_TYPES, WMMA_TYPES, WMMA_TYPES),
            ("wmmaop", "wmmarole", "sync", "aligned", "mmalayout", "wmmashape", "space", "satfinite"),
-           op_class="wmma", optional_slots=3),
+           op_class="wmma", optional_slots=3, semantics=_plain(tensor.tensor_core_sum),
+           doc="warp matrix load, store and multiply-accumulate"),
     Family("mbarrier", "<-", (("b64",),), ("mbarop", "sem", "scope", "space", "parity", "expecttx", "nocomplete"),
-           op_class="mbarrier", type_optional=True),
+           op_class="mbarrier", type_optional=True, semantics=_plain(tensor.mbarrier_settle),
+           doc="asynchronous barrier objects in shared memory"),
     Family("mma", "T0 <- T1, T2, T3", (MMA_TYPES, MMA_TYPES, MMA_TYPES, MMA_TYPES),
-           ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma"),
+           ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma", semantics=_mma,
+           doc="warp-wide tensor-core multiply-accumulate"),
     Family("wgmma", "<-", (("f16", "f32", "s32"), WGMMA_INPUTS, WGMMA_INPUTS),
-           ("wgmmaop", "sync", "aligned", "wgmmashape", "satfinite"), op_class="wgmma", optional_slots=3),
+           ("wgmmaop", "sync", "aligned", "wgmmashape", "satfinite"), op_class="wgmma", optional_slots=3,
+           semantics=_plain(tensor.tensor_core_sum), doc="Hopper warpgroup multiply-accumulate from shared memory"),
 )
-
-# bar / barrier write "bar.cta.sync"; the scope word belongs to its own category there.
-CATEGORIES = {**CATEGORIES, "cta": frozenset({"cta"})}
 
 BY_MNEMONIC: Dict[str, Family] = {family.mnemonic: family for family in FAMILIES}
 
@@ -646,8 +730,8 @@ def decode(mnemonic: str, modifiers: Tuple[str, ...]) -> Decoded:
 
 
 def semantics(decoded: Decoded) -> Callable:
-    """The pure function an ALU instruction computes."""
-    return decoded.family.build(decoded)
+    """The pure function a decoded instruction computes (its family's semantics for its types and modifiers)."""
+    return decoded.family.semantics(decoded)
 
 
 # ---- expansion and validation at import ---------------------------------------------------------
@@ -660,35 +744,55 @@ def expand(family: Family):
     return combos
 
 
+#: op classes the scheduler runs itself, and those of instructions with no architectural effect
+SCHEDULER_CLASSES = frozenset({"bra", "call", "ret", "exit", "trap", "bar"})
+NO_EFFECT_CLASS = "nop"
+
+
+class TableError(Exception):
+    """The instruction table is malformed (a family naming an unknown type or category, lacking semantics, ...)."""
+
+
 def validate(families: Tuple[Family, ...]) -> None:
-    """Every family names known categories and types, has semantics iff it is ALU, and a well-formed signature."""
+    """Every family is unique, names known categories and types, has a well-formed signature and a doc line, and
+    has semantics exactly when it computes something (not scheduler-run, not without effect)."""
     mnemonics = set()
+
+    def require(condition: bool, family: Family, problem: str) -> None:
+        if not condition:
+            raise TableError(f"isa table: {family.mnemonic}: {problem}")
+
     for family in families:
-        assert family.mnemonic not in mnemonics, f"duplicate family {family.mnemonic}"
+        require(family.mnemonic not in mnemonics, family, "defined twice")
         mnemonics.add(family.mnemonic)
         for category in family.mods:
-            assert category in CATEGORIES, f"{family.mnemonic}: unknown modifier category {category}"
+            require(category in CATEGORIES, family, f"unknown modifier category {category}")
         for allowed in family.types:
             for name in allowed:
-                assert name in TYPES, f"{family.mnemonic}: unknown type {name}"
-        assert (family.build is not None) == (family.op_class == "alu"), \
-            f"{family.mnemonic}: ALU families need semantics, others must not have them"
+                require(name in TYPES, family, f"unknown type {name}")
+        computes = family.op_class not in SCHEDULER_CLASSES and family.op_class != NO_EFFECT_CLASS
+        require((family.semantics is not None) == computes, family,
+                "needs a semantics function" if computes else "is run by the scheduler or has no effect, "
+                                                              "so it takes no semantics function")
+        require(bool(family.doc), family, "needs a doc line")
         if not callable(family.sig):
             for token in family.sig.replace("<-", ",").split(","):
                 token = token.strip().rstrip("?")
                 slot = 0 if token in ("T", "W") else _SLOT_TOKENS.get(token)
-                assert not token or token in TYPES or token in _OPERAND_WORDS or \
-                    (slot is not None and slot < len(family.types)), f"{family.mnemonic}: bad signature token {token}"
+                require(not token or token in TYPES or token in _OPERAND_WORDS or
+                        (slot is not None and slot < len(family.types)), family, f"bad signature token {token}")
 
 
 validate(FAMILIES)
 
 
 def coverage() -> str:
-    """Markdown list of every family, its types and modifiers: generated from the table itself."""
-    lines = ["| instruction | class | types | modifiers |", "|---|---|---|---|"]
+    """Markdown list of every family: what it does, its types, modifiers and how many type combinations it
+    is defined for (its expansion); generated from the table itself."""
+    lines = ["| instruction | what it does | class | types | modifiers | forms |", "|---|---|---|---|---|---|"]
     for family in FAMILIES:
         types = " × ".join("/".join(allowed) for allowed in family.types) or "—"
         mods = ", ".join(" ".join(f".{m}" for m in sorted(CATEGORIES[c])) for c in family.mods) or "—"
-        lines.append(f"| `{family.mnemonic}` | {family.op_class} | {types} | {mods} |")
+        lines.append(f"| `{family.mnemonic}` | {family.doc} | {family.op_class} | {types} | {mods} | "
+                     f"{len(expand(family))} |")
     return "\n".join(lines)

@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-import emulator  # noqa: F401  (the package root wires the accelerators into isa.fp)
 from emulator import accel
 from isa import fp
 

@@ -1,7 +1,8 @@
 """The instruction table: modifiers in any order, clear decode errors, validation at import, generated coverage."""
 import pytest
 
-from isa.table import FAMILIES, DecodeError, Family, coverage, decode, semantics, validate
+from isa.table import (CATEGORIES, FAMILIES, DecodeError, Family, TableError, coverage, decode, expand, semantics,
+                       validate)
 
 
 def test_modifiers_decode_the_same_in_any_order():
@@ -36,14 +37,41 @@ def test_signature_resolves_widened_and_slot_types():
 
 
 def test_validation_rejects_unknown_categories_types_and_missing_semantics():
-    with pytest.raises(AssertionError):
-        validate((Family("x", "T <- T", (("u32",),), ("nosuchcategory",), build=lambda d: None),))
-    with pytest.raises(AssertionError):
-        validate((Family("x", "T <- T", (("u99",),), build=lambda d: None),))
-    with pytest.raises(AssertionError):
-        validate((Family("x", "T <- T", (("u32",),)),))
-    with pytest.raises(AssertionError):
-        validate((Family("x", "T <- T5", (("u32",),), build=lambda d: None),))
+    with pytest.raises(TableError, match="unknown modifier category"):
+        validate((Family("x", "T <- T", (("u32",),), ("nosuchcategory",), semantics=lambda d: None, doc="x"),))
+    with pytest.raises(TableError, match="unknown type"):
+        validate((Family("x", "T <- T", (("u99",),), semantics=lambda d: None, doc="x"),))
+    with pytest.raises(TableError, match="needs a semantics function"):
+        validate((Family("x", "T <- T", (("u32",),), doc="x"),))
+    with pytest.raises(TableError, match="bad signature token"):
+        validate((Family("x", "T <- T5", (("u32",),), semantics=lambda d: None, doc="x"),))
+
+
+def test_validation_survives_python_optimisation_and_rejects_a_missing_doc(tmp_path):
+    import subprocess
+    import sys
+    script = ("from isa.table import Family, TableError, validate\n"
+              "try:\n    validate((Family('x', 'T <- T', (('u32',),), semantics=lambda d: None),))\n"
+              "except TableError as error:\n    print(error)\n")
+    result = subprocess.run([sys.executable, "-O", "-c", script], capture_output=True, text=True, check=True)
+    assert "needs a doc line" in result.stdout
+
+
+def test_scheduler_run_families_take_no_semantics():
+    with pytest.raises(TableError, match="takes no semantics"):
+        validate((Family("x", "<- label", (), op_class="bra", semantics=lambda d: None, doc="x"),))
+
+
+def test_every_family_that_computes_has_semantics_for_its_first_form():
+    for family in FAMILIES:
+        if family.semantics is None:
+            continue
+        for types in expand(family)[:1]:
+            try:
+                decoded = decode(family.mnemonic, tuple(types) + _first_modifiers(family))
+            except DecodeError:
+                continue
+            assert callable(semantics(decoded)), family.mnemonic
 
 
 def test_every_alu_family_builds_semantics_for_every_type():
@@ -62,3 +90,9 @@ def test_every_alu_family_builds_semantics_for_every_type():
 def test_coverage_lists_every_family_from_the_table():
     text = coverage()
     assert all(f"`{family.mnemonic}`" in text for family in FAMILIES)
+
+
+def _first_modifiers(family):
+    """One modifier of each category that names a mode the semantics need (shfl.idx, vote.all, ...)."""
+    needed = ("shflmode", "votemode", "matchmode", "reduxop", "atomop", "redop")
+    return tuple(sorted(CATEGORIES[category])[0] for category in family.mods if category in needed)

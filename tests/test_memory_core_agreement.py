@@ -4,7 +4,8 @@ import pytest
 
 from emulator.memory import (LOCAL_WINDOW, SHARED_WINDOW, DeviceFault, Memory, RequestTotals, c_core_available,
     distinct_addresses, global_sectors, local_sectors, max_same_address, request_totals, shared_wavefronts)
-from emulator.memory.spaces import ATOMIC_OPS_BY_TYPE
+from emulator.memory.spaces import ATOMIC_DTYPES, ATOMIC_OPS_BY_TYPE
+from isa import atomic
 
 pytestmark = pytest.mark.skipif(not c_core_available(),
                                 reason="C core not built (python -m emulator.memory.build_core)")
@@ -396,3 +397,38 @@ def test_one_address_on_ascending_lanes_agrees_with_the_reference_at_every_width
             for backend in ("c", "numpy"):
                 assert request_totals(kind, addr, threads, width, bank_bytes, backend=backend) == want, \
                     (width, bank_bytes, backend)
+
+
+@pytest.mark.parametrize("space", ["global", "shared"])
+@pytest.mark.parametrize("ty,op", [(ty, op) for ty, ops in ATOMIC_OPS_BY_TYPE.items() for op in ops])
+def test_c_core_atomic_arithmetic_is_isa_atomic_combine(ty, op, space):
+    """One lane per word, so each lane's result is isa.atomic.combine(op, ty, old, a, b) of its own word."""
+    rng = np.random.default_rng(sum(map(ord, ty + op + space)))
+    memory = Memory(backend="c")
+    base = memory.alloc(1024)
+    memory.set_windows(n_ctas=1, threads_per_cta=64, shared_bytes=1024, local_bytes=16)
+    width = np.dtype(ATOMIC_DTYPES[ty]).itemsize
+    dtype = {8: np.uint64, 4: np.uint32, 2: np.uint16}[width]
+    special = {"f32": _SPECIAL_F32, "f64": _SPECIAL_F64, "f16": _SPECIAL_HALF, "bf16": _SPECIAL_HALF}.get(ty)
+    n = 64
+
+    def draw():
+        if special is not None and rng.random() < 0.5:
+            return np.array(special, dtype=np.uint64)[rng.integers(0, len(special), size=n)].astype(dtype)
+        return rng.integers(0, np.iinfo(dtype).max, size=n, dtype=dtype, endpoint=True)
+
+    old, a, b = draw(), draw(), draw()
+    if op == "cas":
+        a[::2] = old[::2]
+    offsets = np.arange(n, dtype=np.uint64) * np.uint64(width)
+    if space == "global":
+        memory.write(base, old.view(np.uint8))
+        addresses = np.uint64(base) + offsets
+    else:
+        memory.shared_bytes(0)[:old.nbytes] = old.view(np.uint8)
+        addresses = offsets
+    returned = memory.atomic(space, op, ty, addresses, np.arange(n), a, b if op == "cas" else None)
+    after = memory.read(base, old.nbytes) if space == "global" else memory.shared_bytes(0)[:old.nbytes]
+    expected = atomic.combine(op, ty, old, a, b if op == "cas" else None, space=space)
+    np.testing.assert_array_equal(returned.view(dtype), old)
+    np.testing.assert_array_equal(after.view(dtype), np.asarray(expected).astype(dtype))

@@ -8,8 +8,8 @@ import pytest
 import emulator
 from emulator.errors import DeviceError, PTXSemanticError
 from emulator.runtime.spec import read_launches, run_launch
-from emulator.machine.tensor import tensor_core_sum
-from emulator.machine.wgmma import operand_addresses
+from isa.tensor import tensor_core_sum
+from isa.tensor import operand_addresses
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "wgmma"
 SPECS = {spec.name: spec for spec in read_launches(EXAMPLE / "launches.json")}

@@ -10,6 +10,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from isa import memory as memory_semantics
+from isa import warp
 from isa.table import Decoded, semantics
 from isa.types import TYPES
 
@@ -352,15 +354,15 @@ def build_cvta(batch, instr: ir.Instr) -> Callable:
     type_name = decoded.type
     read = reader(batch, source, "u64" if isinstance(source, ir.SymRef) else type_name)
     write = writer(batch, dest, type_name)
-    base = np.uint64(batch.space_base(space))
+    base = batch.space_base(space)
     out_dtype = TYPES[type_name].dtype
-    if int(base) == 0:
+    if base == 0:
         return lambda sel: write(sel, read(sel))
 
+    convert = memory_semantics.from_generic if to_space else memory_semantics.to_generic
+
     def execute(sel):
-        value = np.asarray(read(sel)).astype(np.uint64, copy=False)
-        value = value - base if to_space else value + base
-        write(sel, value.astype(out_dtype, copy=False))
+        write(sel, convert(read(sel), base).astype(out_dtype, copy=False))
     return execute
 
 
@@ -373,8 +375,8 @@ def build_isspacep(batch, instr: ir.Instr) -> Callable:
 
     def execute(sel):
         address = np.asarray(read(sel), dtype=np.uint64)
-        in_shared = (address >= np.uint64(SHARED_WINDOW)) & (address < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
-        in_local = (address >= np.uint64(LOCAL_WINDOW)) & (address < np.uint64(LOCAL_WINDOW + WINDOW_SIZE))
+        in_shared = memory_semantics.in_window(address, SHARED_WINDOW, WINDOW_SIZE)
+        in_local = memory_semantics.in_window(address, LOCAL_WINDOW, WINDOW_SIZE)
         if space == "shared":
             result = in_shared
         elif space == "local":
@@ -402,7 +404,8 @@ class AddressPlan:
         self.register = None
         self.scalar = None
         self.translate = None
-        offset = np.uint64(ref.offset & 0xFFFFFFFFFFFFFFFF)
+        offset = ref.offset
+        effective = memory_semantics.effective_address
         if ref.symbol is not None:
             self.static, self.space = batch.symbol_access(ref.symbol, space, ref.offset)
         elif ref.base is None:
@@ -412,12 +415,10 @@ class AddressPlan:
             self.space, self.translate = batch.register_access(space)
             if ref.base.reg.index in batch.uniform:
                 values, index = batch.uniform_values, ref.base.reg.index
-                self.scalar = lambda: np.uint64(values[index]) + offset
+                self.scalar = lambda: effective(values[index], offset)[()]
                 self.register = lambda sel: np.full(count_of(sel, batch.n), self.scalar(), dtype=np.uint64)
-            elif storage.dtype == np.uint64:
-                self.register = lambda sel: storage[sel] + offset
             else:
-                self.register = lambda sel: storage[sel].astype(np.uint64) + offset
+                self.register = lambda sel: effective(storage[sel], offset)
         self.per_thread = self.space in ("shared", "local")
         self.uniform = self.static is not None and not self.per_thread
         self.uniform_register = self.scalar is not None and self.space not in ("shared", "local", "generic", "param")
@@ -483,7 +484,7 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
                     raw = memory.load(plan.space, uniform_address, None, width)
             except DeviceFault as fault:
                 raise _memory_fault(batch, instr, fault, sel) from None
-            values = raw.view(t.dtype).reshape(1, count)
+            values = memory_semantics.unpack_elements(raw, t.dtype, count)
             for i, write in enumerate(writes):
                 write(sel, values[0, i])
             return
@@ -494,7 +495,7 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
             raw = memory.load(space, addresses, threads, width)
         except DeviceFault as fault:
             raise _memory_fault(batch, instr, fault, sel) from None
-        values = raw.view(t.dtype).reshape(len(addresses), count)
+        values = memory_semantics.unpack_elements(raw, t.dtype, count)
         for i, write in enumerate(writes):
             write(sel, values[:, i])
     return guarded(batch, instr, execute)
@@ -518,10 +519,7 @@ def build_st(batch, instr: ir.Instr) -> Callable:
 
     def execute(sel):
         space, addresses, threads = plan.addresses(sel)
-        n = len(addresses)
-        data = np.empty((n, count), dtype=t.dtype)
-        for i, read in enumerate(reads):
-            data[:, i] = read(sel)
+        data = memory_semantics.pack_elements([read(sel) for read in reads], t.dtype, len(addresses))
         if observe is not None:
             observe.memory(batch, instr, "store", space, addresses, threads, width)
         try:
@@ -594,7 +592,7 @@ def _build_vector_atom(batch, instr: ir.Instr, op: str, dest, address, rest, cou
         n = len(addresses)
         if observe is not None:
             observe.memory(batch, instr, "atomic", space, addresses, threads, width)
-        misaligned = np.flatnonzero(addresses & np.uint64(width - 1))
+        misaligned = np.flatnonzero(memory_semantics.misaligned(addresses, width))
         if len(misaligned):
             lane = int(misaligned[0])
             fault = DeviceFault("misaligned", space, "atomic", width, int(addresses[lane]), lane,
@@ -611,7 +609,7 @@ def _build_vector_atom(batch, instr: ir.Instr, op: str, dest, address, rest, cou
     return guarded(batch, instr, execute)
 
 
-# ---- warp-level --------------------------------------------------------------------------------------
+# ---- warp-level: isa.warp computes, these gather each warp's 32 lanes and spread the results back ----
 
 def _active_mask(batch, sel) -> np.ndarray:
     if sel is ALL:
@@ -621,63 +619,48 @@ def _active_mask(batch, sel) -> np.ndarray:
     return active
 
 
-_LANE_BITS = (np.uint32(1) << np.arange(32, dtype=np.uint32))
-
-
-def _warp_bits(flags: np.ndarray) -> np.ndarray:
-    """Per warp, the 32-bit mask of lanes whose flag is set."""
-    return (flags.reshape(-1, 32).astype(np.uint32) * _LANE_BITS).sum(axis=1, dtype=np.uint32)
+def _by_warp(batch, sel, values, dtype) -> np.ndarray:
+    """The selected lanes' values laid out as (warps, 32), zero elsewhere."""
+    spread = np.zeros(batch.n, dtype=dtype)
+    spread[sel] = values
+    return spread.reshape(-1, warp.WARP_SIZE)
 
 
 def _spread(batch, per_warp: np.ndarray, sel):
     """Give each selected lane its warp's value."""
-    warps = (lanes_of(sel, batch.n) >> 5) if sel is not ALL else None
-    if warps is None:
-        return np.repeat(per_warp, 32)
-    return per_warp[warps]
+    if sel is ALL:
+        return np.repeat(per_warp, warp.WARP_SIZE)
+    return per_warp[lanes_of(sel, batch.n) >> 5]
 
 
 @builds("activemask", guards_itself=True)
 def build_activemask(batch, instr: ir.Instr) -> Callable:
     write = writer(batch, instr.operands[0], "b32")
+    activemask = semantics(instr.decoded)
 
     def execute(sel):
-        write(sel, _spread(batch, _warp_bits(_active_mask(batch, sel)), sel))
+        write(sel, _spread(batch, activemask(_active_mask(batch, sel).reshape(-1, warp.WARP_SIZE)), sel))
     return guarded(batch, instr, execute)
 
 
 @builds("vote", guards_itself=True)
 def build_vote(batch, instr: ir.Instr) -> Callable:
-    decoded = instr.decoded
-    mode = decoded.get("votemode")
+    mode = instr.decoded.get("votemode")
     dest, pred_ref = instr.operands[0], instr.operands[1]
     read = reader(batch, pred_ref, "pred")
-    out_type = "b32" if mode == "ballot" else "pred"
-    write = writer(batch, dest, out_type)
+    write = writer(batch, dest, "b32" if mode == "ballot" else "pred")
+    vote = semantics(instr.decoded)
 
     def execute(sel):
-        active = _active_mask(batch, sel)
-        flags = np.zeros(batch.n, dtype=bool)
-        flags[sel] = read(sel)
-        flags &= active
-        true_bits = _warp_bits(flags)
-        if mode == "ballot":
-            result = true_bits
-        else:
-            active_bits = _warp_bits(active)
-            if mode == "all":
-                result = true_bits == active_bits
-            elif mode == "any":
-                result = true_bits != 0
-            else:
-                result = (true_bits == 0) | (true_bits == active_bits)
+        active = _active_mask(batch, sel).reshape(-1, warp.WARP_SIZE)
+        result = vote(_by_warp(batch, sel, read(sel), bool), active)
         write(sel, _spread(batch, result, sel))
     return guarded(batch, instr, execute)
 
 
 @builds("shfl", guards_itself=True)
 def build_shfl(batch, instr: ir.Instr) -> Callable:
-    mode = instr.decoded.get("shflmode")
+    source_of = semantics(instr.decoded)
     dest = instr.operands[0]
     a_ref, b_ref, c_ref = instr.operands[1:4]
     source = batch.regs[a_ref.reg.index] if isinstance(a_ref, ir.RegRef) else None
@@ -694,28 +677,9 @@ def build_shfl(batch, instr: ir.Instr) -> Callable:
     def execute(sel):
         lanes = lanes_of(sel, batch.n)
         lane = lane_ids[sel].astype(np.int64)
-        b = np.asarray(read_b(sel)).astype(np.int64) & 31
-        c = np.asarray(read_c(sel)).astype(np.int64)
-        segmask = (c >> 8) & 31
-        clamp = c & 31
-        max_lane = (lane & segmask) | (clamp & ~segmask)
-        min_lane = lane & segmask
-        if mode == "up":
-            j = lane - b
-            valid = j >= max_lane
-        elif mode == "down":
-            j = lane + b
-            valid = j <= max_lane
-        elif mode == "bfly":
-            j = lane ^ b
-            valid = j <= max_lane
-        else:
-            j = min_lane | (b & ~segmask)
-            valid = j <= max_lane
-        j = np.where(valid, j, lane)
-        src_threads = lanes - lane + j
+        source_lane, valid = source_of(lane, read_b(sel), read_c(sel))
         if source is not None:
-            values = source[src_threads]
+            values = source[lanes - lane + source_lane]
         else:
             values = np.broadcast_to(read_a(sel), lanes.shape)
         write_d(sel, values)
@@ -728,51 +692,35 @@ def build_shfl(batch, instr: ir.Instr) -> Callable:
 def build_match(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     mode = decoded.get("matchmode")
-    type_name = decoded.type
+    dtype = TYPES[decoded.type].dtype
     dest = instr.operands[0]
-    read = reader(batch, instr.operands[1], type_name)
+    read = reader(batch, instr.operands[1], decoded.type)
     if isinstance(dest, ir.PredPairRef):
         write_d, write_p = writer(batch, dest.first, "b32"), writer(batch, dest.second, "pred")
     else:
         write_d, write_p = writer(batch, dest, "b32"), None
+    match = semantics(decoded)
 
     def execute(sel):
-        active = _active_mask(batch, sel)
-        values = np.zeros(batch.n, dtype=TYPES[type_name].dtype)
-        values[sel] = read(sel)
-        grid = values.reshape(-1, 32)
-        act = active.reshape(-1, 32)
-        same = (grid[:, :, None] == grid[:, None, :]) & act[:, None, :] & act[:, :, None]
-        masks = (same.astype(np.uint32) * _LANE_BITS[None, None, :]).sum(axis=2, dtype=np.uint32).reshape(-1)
-        if mode == "any":
-            write_d(sel, masks[sel])
-        else:
-            active_bits = np.repeat(_warp_bits(active), 32)
-            all_same = masks == active_bits
-            write_d(sel, np.where(all_same, active_bits, 0).astype(np.uint32)[sel])
-            if write_p is not None:
-                write_p(sel, all_same[sel])
+        active = _active_mask(batch, sel).reshape(-1, warp.WARP_SIZE)
+        masks, agree = match(_by_warp(batch, sel, read(sel), dtype), active)
+        write_d(sel, masks.reshape(-1)[sel])
+        if write_p is not None and mode == "all":
+            write_p(sel, agree.reshape(-1)[sel])
     return guarded(batch, instr, execute)
 
 
 @builds("redux", guards_itself=True)
 def build_redux(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
-    op = decoded.get("reduxop")
-    type_name = decoded.type
-    dtype = TYPES[type_name].dtype
-    read = reader(batch, instr.operands[1], type_name)
-    write = writer(batch, instr.operands[0], type_name)
-    identity = {"add": 0, "and": np.iinfo(dtype).max if dtype.kind == "u" else -1, "or": 0, "xor": 0,
-                "min": np.iinfo(dtype).max, "max": np.iinfo(dtype).min}[op]
-    ufunc = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-             "min": np.minimum, "max": np.maximum}[op]
+    reduce = semantics(decoded)
+    dtype = TYPES[decoded.type].dtype
+    read = reader(batch, instr.operands[1], decoded.type)
+    write = writer(batch, instr.operands[0], decoded.type)
 
     def execute(sel):
-        values = np.full(batch.n, identity, dtype=dtype)
-        values[sel] = read(sel)
-        result = ufunc.reduce(values.reshape(-1, 32), axis=1)
-        write(sel, _spread(batch, result.astype(dtype), sel))
+        active = _active_mask(batch, sel).reshape(-1, warp.WARP_SIZE)
+        write(sel, _spread(batch, reduce(_by_warp(batch, sel, read(sel), dtype), active), sel))
     return guarded(batch, instr, execute)
 
 
@@ -784,14 +732,13 @@ def build_elect(batch, instr: ir.Instr) -> Callable:
     else:
         write_d, write_p = None, writer(batch, dest, "pred")
     lane_ids = batch.lane_ids
+    elect = semantics(instr.decoded)
 
     def execute(sel):
-        active = _active_mask(batch, sel).reshape(-1, 32)
-        leader = np.argmax(active, axis=1).astype(np.uint32)
-        mine = _spread(batch, leader, sel)
+        leader = _spread(batch, elect(_active_mask(batch, sel).reshape(-1, warp.WARP_SIZE)), sel)
         if write_d is not None:
-            write_d(sel, mine)
-        write_p(sel, lane_ids[sel] == mine)
+            write_d(sel, leader)
+        write_p(sel, lane_ids[sel] == leader)
     return guarded(batch, instr, execute)
 
 

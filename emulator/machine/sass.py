@@ -11,6 +11,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from isa import warp
+
 from emulator.machine import executors
 from emulator.machine.registry import builds
 from emulator.machine.executors import ALL, count_of, lanes_of, subselect, threads_of
@@ -476,7 +478,8 @@ def build_unlock_store(batch, instr, plan) -> Callable:
 
 # ---- warp-level and synthetic ------------------------------------------------------------------------------
 
-_LANE_BITS = U32(1) << np.arange(32, dtype=U32)
+#: SASS VOTE modes as isa.warp's vote modes
+_VOTE_MODES = {"ANY": "any", "ALL": "all", "EQ": "uni"}
 
 
 def build_vote(batch, instr, plan) -> Callable:
@@ -484,23 +487,19 @@ def build_vote(batch, instr, plan) -> Callable:
     read = pred_reader(batch, plan.sources[0])
     write_mask = value_writer(batch, plan.dests[0], 32)
     write_vote = value_writer(batch, plan.dests[1], 1)
-    mode = plan.mods[0]
+    mode = _VOTE_MODES[plan.mods[0]]
 
     def execute(sel):
         active = np.zeros(batch.n, dtype=bool)
         active[sel] = True
         flags = np.zeros(batch.n, dtype=bool)
         flags[sel] = read(sel)
-        flags &= active
-        ballot = (flags.reshape(-1, 32).astype(U32) * _LANE_BITS).sum(axis=1, dtype=U32)
-        members = (active.reshape(-1, 32).astype(U32) * _LANE_BITS).sum(axis=1, dtype=U32)
-        warps = (lanes_of(sel, batch.n) >> 5)
+        active, flags = active.reshape(-1, warp.WARP_SIZE), flags.reshape(-1, warp.WARP_SIZE)
+        warps = lanes_of(sel, batch.n) >> 5
         if write_mask is not None:
-            write_mask(sel, ballot[warps])
+            write_mask(sel, warp.vote("ballot", flags, active)[warps])
         if write_vote is not None:
-            vote = {"ANY": ballot != 0, "ALL": ballot == members,
-                    "EQ": (ballot == 0) | (ballot == members)}[mode]
-            write_vote(sel, vote[warps])
+            write_vote(sel, warp.vote(mode, flags, active)[warps])
     return execute
 
 
@@ -509,24 +508,18 @@ def build_match(batch, instr, plan) -> Callable:
     read = _raw_reader(batch, plan.sources[0])
     write_mask = value_writer(batch, plan.dests[0], 32)
     write_all = value_writer(batch, plan.dests[1], 1)
-    every = "ALL" in plan.mods
+    mode = "all" if "ALL" in plan.mods else "any"
 
     def execute(sel):
         active = np.zeros(batch.n, dtype=bool)
         active[sel] = True
         values = np.zeros(batch.n, dtype=U64)
         values[sel] = np.asarray(read(sel)).astype(U64)
-        grid, members = values.reshape(-1, 32), active.reshape(-1, 32)
-        same = (grid[:, :, None] == grid[:, None, :]) & members[:, None, :] & members[:, :, None]
-        masks = (same.astype(U32) * _LANE_BITS).sum(axis=2, dtype=U32).reshape(-1)[sel]
-        if every:
-            active_bits = np.repeat((members.astype(U32) * _LANE_BITS).sum(axis=1, dtype=U32), 32)[sel]
-            agree = masks == active_bits
-            masks = np.where(agree, active_bits, U32(0))
-            if write_all is not None:
-                write_all(sel, agree)
+        masks, agree = warp.match(mode, values.reshape(-1, warp.WARP_SIZE), active.reshape(-1, warp.WARP_SIZE))
+        if write_all is not None and mode == "all":
+            write_all(sel, agree.reshape(-1)[sel])
         if write_mask is not None:
-            write_mask(sel, masks)
+            write_mask(sel, masks.reshape(-1)[sel])
     return execute
 
 

@@ -11,7 +11,10 @@ from typing import List
 
 import numpy as np
 
-from isa import fp
+from isa import memory as memory_semantics
+from isa.tensor import (WMMA_SHAPES, element_bytes, element_values, fma_chain, fragment_layout, fragments_matrix,
+                        matrix_fragments, mbarrier_pack, mbarrier_settle, mbarrier_unpack, tensor_core_sum, wmma_dims,
+                        wmma_slots, wmma_words)
 
 from emulator.machine import executors
 from emulator.machine.registry import builds
@@ -102,14 +105,13 @@ def build_cp_async(batch, instr: ir.Instr):
         _, targets, _ = to_plan.addresses(sel)
         space, addresses, _ = from_plan.addresses(sel)
         data = np.zeros((len(lanes), width), dtype=np.uint8)
-        valid = np.full(len(lanes), width, dtype=np.int64)
-        if source_size is not None:
-            valid = np.minimum(np.broadcast_to(np.asarray(source_size(sel)).astype(np.int64), valid.shape), width)
-        whole = valid == width
+        size = width if source_size is None else np.broadcast_to(np.asarray(source_size(sel)), lanes.shape)
+        copied = memory_semantics.copied_bytes(np.broadcast_to(size, lanes.shape), width)
+        whole = copied.all(axis=1)
         if np.any(whole):
             data[whole] = read(space, addresses[whole], lanes[whole], width)
         for offset in range(width - 1):
-            part = (valid > offset) & ~whole
+            part = copied[:, offset] & ~whole
             if np.any(part):
                 data[part, offset] = read(space, addresses[part] + np.uint64(offset), lanes[part], 1)[:, 0]
         _copies(batch).issue(instr, lanes, targets.copy(), data)
@@ -153,8 +155,6 @@ def build_ldmatrix(batch, instr: ir.Instr):
     count, transpose, dests, plan = _matrix_operands(batch, instr, 0, "destination")
     writes = [writer(batch, ref, "b32") for ref in dests]
     observe = batch.observer
-    lane = np.arange(32)
-    row, pair = lane >> 2, (lane & 3) * 2
 
     def execute(sel):
         warps, threads, space, providers, owner = _row_lanes(batch, sel, instr, plan, count)
@@ -168,14 +168,9 @@ def build_ldmatrix(batch, instr: ir.Instr):
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
         take = wanted[threads]
+        words = matrix_fragments(matrices, transpose)
         for index, write in enumerate(writes):
-            m = matrices[:, index]
-            if transpose:
-                low, high = m[:, pair, row], m[:, pair + 1, row]
-            else:
-                low, high = m[:, row, pair], m[:, row, pair + 1]
-            value = (high.astype(np.uint32) << np.uint32(16)) | low.astype(np.uint32)
-            write(threads[take], value.reshape(-1)[take])
+            write(threads[take], words[:, index].reshape(-1)[take])
     return executors.guarded(batch, instr, execute)
 
 
@@ -184,21 +179,12 @@ def build_stmatrix(batch, instr: ir.Instr):
     count, transpose, sources, plan = _matrix_operands(batch, instr, 1, "source")
     reads = [reader(batch, ref, "b32") for ref in sources]
     observe = batch.observer
-    lane = np.arange(32)
-    row, pair = lane >> 2, (lane & 3) * 2
 
     def execute(sel):
         warps, threads, space, targets, owner = _row_lanes(batch, sel, instr, plan, count)
-        matrices = np.zeros((len(warps), count, 8, 8), dtype=np.uint16)
-        for index, read in enumerate(reads):
-            words = np.broadcast_to(np.asarray(read(threads)), threads.shape).reshape(len(warps), 32)
-            low, high = (words & np.uint32(0xFFFF)).astype(np.uint16), (words >> np.uint32(16)).astype(np.uint16)
-            if transpose:
-                matrices[:, index, pair, row] = low
-                matrices[:, index, pair + 1, row] = high
-            else:
-                matrices[:, index, row, pair] = low
-                matrices[:, index, row, pair + 1] = high
+        words = np.stack([np.broadcast_to(np.asarray(read(threads)), threads.shape).reshape(len(warps), 32)
+                          for read in reads], axis=1)
+        matrices = fragments_matrix(words, transpose)
         if observe is not None:
             observe.memory(batch, instr, "store", space, targets, owner, 16)
         try:
@@ -210,104 +196,10 @@ def build_stmatrix(batch, instr: ir.Instr):
 
 # ---- mma.sync ---------------------------------------------------------------------------------------
 
-def _element_values(words: np.ndarray, kind: str) -> np.ndarray:
-    """Register words of one fragment (lanes × registers) → float64 element values, two per word for 16-bit types."""
-    if kind in ("f16", "bf16"):
-        halves = np.stack([words & np.uint32(0xFFFF), words >> np.uint32(16)], axis=-1).astype(np.uint16)
-        halves = halves.reshape(words.shape[0], -1)
-        if kind == "f16":
-            return halves.view(np.float16).astype(np.float64)
-        return (halves.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
-    if kind == "tf32":
-        return (words & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
-    if kind == "f32":
-        return words.view(np.float32).astype(np.float64)
-    if kind == "f64":
-        return words.view(np.float64)
-    raise ValueError(kind)
-
-
-def _fragment_layout(shape: str, kind: str, role: str):
-    """(row, column) of each fragment element per lane: arrays of shape (32, elements)."""
-    lane = np.arange(32)
-    group, tig = lane >> 2, lane & 3
-    if shape == "m8n8k4":
-        if role == "a":
-            return group[:, None], tig[:, None]
-        if role == "b":
-            return tig[:, None], group[:, None]
-        return group[:, None], np.stack([tig * 2, tig * 2 + 1], axis=1)
-    if role == "c":
-        rows = np.stack([group, group, group + 8, group + 8], axis=1)
-        cols = np.stack([tig * 2, tig * 2 + 1, tig * 2, tig * 2 + 1], axis=1)
-        return rows, cols
-    k = int(shape.split("k")[1])
-    if kind == "tf32":
-        if role == "a":
-            rows = np.stack([group, group + 8, group, group + 8], axis=1)[:, :k // 2]
-            cols = np.stack([tig, tig, tig + 4, tig + 4], axis=1)[:, :k // 2]
-            return rows, cols
-        return np.stack([tig, tig + 4], axis=1)[:, :k // 4], np.stack([group, group], axis=1)[:, :k // 4]
-    if role == "a":
-        base_rows = [group, group, group + 8, group + 8, group, group, group + 8, group + 8]
-        base_cols = [tig * 2, tig * 2 + 1, tig * 2, tig * 2 + 1, tig * 2 + 8, tig * 2 + 9, tig * 2 + 8, tig * 2 + 9]
-        count = k // 2
-        return np.stack(base_rows[:count], axis=1), np.stack(base_cols[:count], axis=1)
-    base_rows = [tig * 2, tig * 2 + 1, tig * 2 + 8, tig * 2 + 9]
-    count = k // 4
-    return np.stack(base_rows[:count], axis=1), np.stack([group] * count, axis=1)
-
 
 #: bits kept below the largest term when the H100's tensor cores add products and accumulator, and below the
 #: leading bit of the sum (fitted bit for bit on examples/wgmma; fp8 sums keep 14 significant bits).
-ALIGNMENT_BITS = {"f16": 25, "bf16": 25, "tf32": 25, "e4m3": 13, "e5m2": 13}
-SUM_BITS = {"f16": 23, "bf16": 23, "tf32": 23, "e4m3": 13, "e5m2": 13}
 #: the one NaN a tensor core writes, whatever NaN or invalid operation made it (H100: inf·0, NaN inputs, inf − inf)
-_F32_NAN = np.array(0x7FFFFFFF, dtype=np.uint32).view(np.float32)
-_F16_NAN = np.array(0x7FFF, dtype=np.uint16).view(np.float16)
-
-
-def _exponents(x: np.ndarray) -> np.ndarray:
-    """floor(log2 |x|) of each nonzero element; a very small number for zeros."""
-    mantissa, exponent = np.frexp(x)
-    return np.where(mantissa == 0, -100000, exponent - 1)
-
-
-def _cut(x: np.ndarray, exponent: np.ndarray) -> np.ndarray:
-    """x cut toward zero to a multiple of 2**exponent."""
-    quantum = np.ldexp(1.0, np.clip(exponent, -1074, 1023))
-    return np.trunc(x / quantum) * quantum
-
-
-def tensor_core_sum(a: np.ndarray, b: np.ndarray, c: np.ndarray, kind: str, accumulator: str = "f32") -> np.ndarray:
-    """A·B + C (a: (..., m, k), b: (..., n, k), c: (..., m, n) float64) as the H100's tensor cores add it, in the
-    accumulator type (f32 or f16): each product's exponent is the sum of its factors' exponents; every product
-    and C is cut toward zero to ALIGNMENT_BITS below the largest of those exponents and the cut terms are added
-    exactly. An f32 sum is then cut toward zero to SUM_BITS below its leading bit (beyond the f32 range it is
-    infinite); an f16 sum is rounded to nearest; any NaN comes out as the canonical one. (A single rounding of
-    the exact sum agrees with the H100 on only 60 % of random f16 elements; this agrees on all of them.)"""
-    with np.errstate(invalid="ignore", over="ignore"):
-        products = a[..., :, None, :] * b[..., None, :, :]
-        exponents = np.where(products == 0, -100000, _exponents(a)[..., :, None, :] + _exponents(b)[..., None, :, :])
-        step = np.maximum(exponents.max(axis=-1), _exponents(c)) - ALIGNMENT_BITS[kind]
-        total = _cut(products, step[..., None]).sum(axis=-1) + _cut(c, step)
-        if accumulator == "f16":
-            return np.where(np.isnan(total), _F16_NAN, total.astype(np.float16))
-        total = _cut(total, _exponents(total) - SUM_BITS[kind])
-        rounded = total.astype(np.float32)
-        too_far = np.isfinite(rounded) & (np.abs(rounded.astype(np.float64)) > np.abs(total))
-    rounded = np.where(too_far, np.nextafter(rounded, np.float32(0)), rounded)
-    return np.where(np.isnan(total), _F32_NAN, rounded)
-
-
-def _fma_chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """A·B + C as the H100's f64 tensor core computes it: a chain of fused multiply-adds from C, in k order
-    (matches every element of examples/warpmma mmaF64, where a single rounding of the exact sum does not)."""
-    accumulator = c
-    for k in range(a.shape[2]):
-        accumulator = fp.ffma(np.broadcast_to(a[:, :, k, None], c.shape), np.broadcast_to(b[:, None, k, :], c.shape),
-                              accumulator, ty="f64")
-    return accumulator
 
 
 @builds("mma", guards_itself=True)
@@ -328,13 +220,13 @@ def build_mma(batch, instr: ir.Instr):
     c_read = [reader(batch, r, word(ctype) if ctype != "f16" else "b32") for r in regs(c_ref)]
     d_write = [writer(batch, r, word(dtype) if dtype != "f16" else "b32") for r in regs(d_ref)]
     m, n, k = (int(part) for part in shape[1:].replace("n", " ").replace("k", " ").split())
-    a_rows, a_cols = _fragment_layout(shape, atype, "a")
-    b_rows, b_cols = _fragment_layout(shape, btype, "b")
-    c_rows, c_cols = _fragment_layout(shape, ctype, "c")
+    a_rows, a_cols = fragment_layout(shape, atype, "a")
+    b_rows, b_cols = fragment_layout(shape, btype, "b")
+    c_rows, c_cols = fragment_layout(shape, ctype, "c")
 
     def gather(readers, threads, kind):
         words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in readers], axis=1)
-        return _element_values(words, kind).reshape(-1, 32, _element_values(words[:1], kind).shape[1])
+        return element_values(words, kind).reshape(-1, 32, element_values(words[:1], kind).shape[1])
 
     def execute(sel):
         warps = _whole_warps(batch, sel, instr)
@@ -346,7 +238,7 @@ def build_mma(batch, instr: ir.Instr):
         b[:, b_rows, b_cols] = gather(b_read, threads, btype)
         c[:, c_rows, c_cols] = gather(c_read, threads, ctype)
         if atype == "f64":
-            d = _fma_chain(a, b, c)
+            d = fma_chain(a, b, c)
         else:
             d = tensor_core_sum(a, b.swapaxes(1, 2), c, atype, dtype).astype(np.float64)
         values = d[:, c_rows, c_cols].reshape(len(warps) * 32, -1)
@@ -372,36 +264,6 @@ def build_mma(batch, instr: ir.Instr):
 # l*per .. l*per+per-1 of the fragment's logical matrix in row-major order (per = elements / 32), and
 # fragments with more slots than that hold the same elements again, as the hardware replicates them.
 
-WMMA_SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16), "m16n16k8": (16, 16, 8)}
-
-
-def _wmma_dims(shape: str, role: str):
-    m, n, k = WMMA_SHAPES[shape]
-    return {"a": (m, k), "b": (k, n), "c": (m, n), "d": (m, n)}[role]
-
-
-def _element_bytes(kind: str) -> int:
-    return {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "f64": 8}[kind]
-
-
-def _wmma_slots(words: np.ndarray, kind: str) -> np.ndarray:
-    """Register words (threads, regs) → element values (threads, slots) in float64."""
-    return _element_values(words, kind).reshape(words.shape[0], -1)
-
-
-def _wmma_words(values: np.ndarray, kind: str, regs: int) -> np.ndarray:
-    """Element values (threads, slots) → register words (threads, regs)."""
-    if kind in ("f16", "bf16"):
-        if kind == "f16":
-            halves = values.astype(np.float16).view(np.uint16)
-        else:
-            halves = (values.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
-        halves = halves.reshape(values.shape[0], regs, 2).astype(np.uint32)
-        return halves[:, :, 0] | (halves[:, :, 1] << np.uint32(16))
-    if kind == "f64":
-        return values.astype(np.float64).view(np.uint64)
-    return values.astype(np.float32).view(np.uint32)
-
 
 def _wmma_kind(decoded, role: str) -> str:
     types = decoded.types
@@ -419,11 +281,11 @@ def build_wmma(batch, instr: ir.Instr):
         return _build_wmma_mma(batch, instr, shape)
     role = decoded.get("wmmarole")
     kind = decoded.types[-1]
-    rows, cols = _wmma_dims(shape, role)
+    rows, cols = wmma_dims(shape, role)
     elements = rows * cols
     per_lane = elements // 32
     layout = decoded.get("mmalayout", "row")
-    size = _element_bytes(kind)
+    size = element_bytes(kind)
     if op == "load":
         dest, address_ref = instr.operands[0], instr.operands[1]
         registers = dest.items if isinstance(dest, ir.VecRef) else (dest,)
@@ -467,7 +329,7 @@ def build_wmma(batch, instr: ir.Instr):
                 raw = batch.memory.load(space, addresses.reshape(-1), owners, size)
             except DeviceFault as fault:
                 raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
-            values = _element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
+            values = element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
                 len(warps), elements), kind) if kind not in ("f16", "bf16") else None
             if kind in ("f16", "bf16"):
                 bits = raw.view(np.uint16).reshape(len(warps), elements)
@@ -476,14 +338,14 @@ def build_wmma(batch, instr: ir.Instr):
             per_thread = values.reshape(len(warps) * 32, per_lane)
             slots = len(registers) * (2 if kind in ("f16", "bf16") else 1)
             filled = np.tile(per_thread, (1, slots // per_lane))
-            words = _wmma_words(filled, kind, len(registers))
+            words = wmma_words(filled, kind, len(registers))
             for index, write in enumerate(writes):
                 write(threads[take], words[take, index])
         else:
             words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in reads], axis=1)
-            values = _wmma_slots(words, kind)[:, :per_lane].reshape(len(warps), elements)
+            values = wmma_slots(words, kind)[:, :per_lane].reshape(len(warps), elements)
             if kind in ("f16", "bf16"):
-                data = _wmma_words(values.reshape(-1, 2), kind, 1).astype(np.uint32)
+                data = wmma_words(values.reshape(-1, 2), kind, 1).astype(np.uint32)
                 raw = np.stack([data & np.uint32(0xFFFF), data >> np.uint32(16)], axis=1).astype(np.uint16)
                 raw = raw.reshape(-1)
             elif kind == "f64":
@@ -517,7 +379,7 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
 
     def gather(readers, threads, kind, count):
         words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in readers], axis=1)
-        return _wmma_slots(words, kind)[:, :count].reshape(-1, 32 * count)
+        return wmma_slots(words, kind)[:, :count].reshape(-1, 32 * count)
 
     def execute(sel):
         warps = _whole_warps(batch, sel, instr)
@@ -528,7 +390,7 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
         d = tensor_core_sum(a, b.swapaxes(1, 2), c, input_kind, dtype).astype(np.float64)
         d = d.reshape(len(warps) * 32, m * n // 32)
         slots = len(d_write) * (2 if dtype in ("f16", "bf16") else 1)
-        words = _wmma_words(np.tile(d, (1, slots // d.shape[1])), dtype, len(d_write))
+        words = wmma_words(np.tile(d, (1, slots // d.shape[1])), dtype, len(d_write))
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
         take = wanted[threads]
@@ -540,23 +402,6 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
 # ---- mbarrier ---------------------------------------------------------------------------------------
 # The 64-bit object in shared memory: bits 0-20 the expected arrivals of a phase, 21-41 the arrivals
 # still pending, 42-62 the transaction bytes still expected, 63 the phase parity.
-
-_COUNT_MASK = (1 << 21) - 1
-
-
-def _unpack(word: int):
-    return word & _COUNT_MASK, (word >> 21) & _COUNT_MASK, (word >> 42) & _COUNT_MASK, word >> 63
-
-
-def _pack(expected: int, pending: int, transactions: int, phase: int) -> int:
-    return (expected & _COUNT_MASK) | ((pending & _COUNT_MASK) << 21) | ((transactions & _COUNT_MASK) << 42) | \
-        ((phase & 1) << 63)
-
-
-def _settle(expected, pending, transactions, phase):
-    if pending <= 0 and transactions <= 0:
-        return expected, expected, 0, phase ^ 1
-    return expected, pending, transactions, phase
 
 
 @builds("mbarrier", guards_itself=True)
@@ -586,9 +431,9 @@ def build_mbarrier(batch, instr: ir.Instr):
                 at = addresses[i:i + 1]
                 owner = owners[i:i + 1]
                 word = int(memory.load(space, at, owner, 8).view(np.uint64)[0, 0])
-                expected, pending, transactions, phase = _unpack(word)
+                expected, pending, transactions, phase = mbarrier_unpack(word)
                 if op == "init":
-                    new = _pack(int(operand_values[0][i]), int(operand_values[0][i]), 0, 0)
+                    new = mbarrier_pack(int(operand_values[0][i]), int(operand_values[0][i]), 0, 0)
                 elif op in ("arrive", "arrive_drop", "expect_tx", "complete_tx"):
                     results[i] = word
                     amount = int(operand_values[0][i]) if operand_values and op in ("arrive", "arrive_drop") \
@@ -603,14 +448,14 @@ def build_mbarrier(batch, instr: ir.Instr):
                         pending -= amount
                     elif op in ("arrive", "arrive_drop"):
                         pending -= amount
-                    new = _pack(*_settle(expected, pending, transactions, phase))
+                    new = mbarrier_pack(*mbarrier_settle(expected, pending, transactions, phase))
                 elif op in ("test_wait", "try_wait"):
                     waited = int(operand_values[0][i])
                     waited_phase = waited & 1 if decoded.has("parity") else waited >> 63
                     results[i] = 1 if phase != waited_phase else 0
                     continue
                 elif op == "pending_count":
-                    results[i] = _unpack(int(operand_values[0][i]))[1]
+                    results[i] = mbarrier_unpack(int(operand_values[0][i]))[1]
                     continue
                 elif op == "inval":
                     new = 0

@@ -12,27 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isa import halfbits
-
 from emulator.machine import executors
 from emulator.machine.registry import builds
 from emulator import ir
 from emulator.machine.executors import lanes_of, reader, writer
 from emulator.memory import DeviceFault
-from emulator.machine.tensor import _element_values, _fragment_layout, tensor_core_sum
+from isa.tensor import (ELEMENT_BYTES, FORMS, INTEGER_N, TRANSPOSABLE, decode_elements, operand_addresses,
+                        register_a_layout, register_elements, tensor_core_sum)
 
-#: bits 62-63 of a descriptor → the swizzle width in bytes (0: none, the "interleaved" core-matrix layout).
-SWIZZLE_WIDTHS = {0: 0, 1: 128, 2: 64, 3: 32}
-ELEMENT_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
-TRANSPOSABLE = ("f16", "bf16")
-FP8 = ("e4m3", "e5m2")
-INTEGERS = ("s8", "u8")
-#: (accumulator, A, B) → the K of the shape, as the PTX ISA (and ptxas) allow them
-FORMS = {("f16", "f16", "f16"): 16, ("f32", "f16", "f16"): 16, ("f32", "bf16", "bf16"): 16, ("f32", "tf32", "tf32"): 8,
-         **{(d, a, b): 32 for d in ("f16", "f32") for a in FP8 for b in FP8},
-         **{("s32", a, b): 32 for a in INTEGERS for b in INTEGERS}}
-#: integer shapes allow N of 8, 16, 24, 32 and then multiples of 16 (ptxas refuses 40, 56, 72 …)
-INTEGER_N = frozenset([8, 16, 24, 32] + list(range(48, 257, 16)))
 
 
 @dataclass(frozen=True)
@@ -44,73 +31,6 @@ class Shape:
     def parse(cls, text: str) -> "Shape":
         n_text, _, k_text = text[len("m64n"):].partition("k")
         return cls(int(n_text), int(k_text))
-
-
-def descriptor_fields(words: np.ndarray):
-    """Per descriptor: start address, leading and stride byte offsets, swizzle width (all int64 arrays)."""
-    words = words.astype(np.uint64)
-    field = lambda shift: ((words >> np.uint64(shift)) & np.uint64(0x3FFF)).astype(np.int64) << 4
-    swizzle = np.vectorize(SWIZZLE_WIDTHS.get, otypes=[np.int64])((words >> np.uint64(62)).astype(np.int64))
-    return field(0), field(16), field(32), swizzle
-
-
-def operand_addresses(words: np.ndarray, rows: np.ndarray, k: int, element_bytes: int, mn_major: bool) -> np.ndarray:
-    """Shared-memory byte address of element (row, kk) of an operand stored in PTX's canonical layouts: for
-    descriptor i and rows[i] an array (descriptors, rows, k). Rows run along M (for A) or N (for B).
-
-    Core matrices are 8 rows of 16 bytes. K-major: 16-byte chunks along K are LBO apart and groups of
-    8 rows SBO apart; with a swizzle of W bytes each row is W bytes long and LBO is unused. MN-major: 16
-    bytes along MN, groups of 8 k-rows LBO apart and 16-byte chunks along MN SBO apart; with a swizzle, W
-    bytes along MN are contiguous, W-byte chunks along MN are LBO apart and groups of 8 k-rows SBO apart.
-    The swizzle XORs address bits [4, 4+log2(W/16)) with bits [7, ...), as the H100 does (examples/wgmma)."""
-    start, leading, stride, width = (field[:, None, None] for field in descriptor_fields(words))
-    row = rows.astype(np.int64)[:, :, None]
-    kk = np.arange(k, dtype=np.int64)[None, None, :]
-    swizzled = width > 0
-    safe_width = np.where(swizzled, width, 16)
-    if mn_major:
-        along = row * element_bytes
-        plain = start + along // 16 * stride + along % 16 + kk % 8 * 16 + kk // 8 * leading
-        wide = start + along // safe_width * leading + along % safe_width + kk % 8 * safe_width + kk // 8 * stride
-    else:
-        along = kk * element_bytes
-        plain = start + row // 8 * stride + row % 8 * 16 + along // 16 * leading + along % 16
-        wide = start + row // 8 * stride + row % 8 * safe_width + along
-    address = np.where(swizzled, wide, plain)
-    mask = np.where(swizzled, safe_width // 16 - 1, 0)
-    return address ^ (((address >> 7) & mask) << 4)
-
-
-def _decode_elements(raw: np.ndarray, kind: str) -> np.ndarray:
-    """Raw little-endian element bytes (count, size) → float64 (or int64 for s8/u8) values."""
-    if kind in ("f16", "bf16", "tf32"):
-        words = raw.view(np.uint16 if kind != "tf32" else np.uint32).reshape(-1)
-        if kind == "tf32":
-            return _element_values(words[:, None], "tf32").reshape(-1)
-        return _element_values(words.astype(np.uint32)[:, None], kind)[:, 0]
-    codes = raw.reshape(-1)
-    if kind in ("e4m3", "e5m2"):
-        return halfbits.decode(codes, halfbits.FORMATS[kind]).astype(np.float64)
-    return codes.view(np.int8).astype(np.int64) if kind == "s8" else codes.astype(np.int64)
-
-
-def _register_a_layout(kind: str):
-    """(row, column) of each element of A that lane l's four registers hold, as the PTX ISA lays out a warp's 16
-    rows: 16-bit and tf32 as mma.sync's A fragment; 8-bit as four bytes per register, registers 0/1 holding rows
-    l/4 and l/4 + 8 at k = 4(l%4)..+3, registers 2/3 the same 16 columns on."""
-    if ELEMENT_BYTES[kind] == 1:
-        lane, register, byte = np.arange(32)[:, None, None], np.arange(4)[None, :, None], np.arange(4)[None, None, :]
-        rows = np.broadcast_to(lane // 4 + 8 * (register % 2), (32, 4, 4))
-        cols = 4 * (lane % 4) + byte + 16 * (register // 2)
-        return rows.reshape(32, 16), cols.reshape(32, 16)
-    return _fragment_layout("m16n8k8" if kind == "tf32" else "m16n8k16", kind, "a")
-
-
-def _register_elements(words: np.ndarray, kind: str) -> np.ndarray:
-    """A's register words (lanes × 4) → element values in the order _register_a_layout gives."""
-    if ELEMENT_BYTES[kind] == 1:
-        return _decode_elements(np.ascontiguousarray(words).view(np.uint8), kind).reshape(len(words), -1)
-    return _element_values(words, kind)
 
 
 def _immediate(batch, instr, ref, what: str) -> int:
@@ -196,7 +116,7 @@ def build_wgmma(batch, instr: ir.Instr):
         if len(a_ref.items) != 4:
             raise batch.lowering_error(instr, "wgmma with A in registers needs four registers")
         a_read = [reader(batch, ref, "b32") for ref in a_ref.items]
-        a_rows, a_cols = _register_a_layout(atype)
+        a_rows, a_cols = register_a_layout(atype)
     else:
         a_read = reader(batch, a_ref, "u64")
 
@@ -213,7 +133,7 @@ def build_wgmma(batch, instr: ir.Instr):
             raw = batch.memory.load("shared", addresses.reshape(-1).astype(np.uint64), flat_owners, ELEMENT_BYTES[kind])
         except DeviceFault as fault:
             raise batch.memory_fault(instr, fault, int(flat_owners[fault.lane])) from None
-        return _decode_elements(raw, kind).reshape(addresses.shape)
+        return decode_elements(raw, kind).reshape(addresses.shape)
 
     def execute(sel):
         lanes = lanes_of(sel, batch.n)
@@ -228,7 +148,7 @@ def build_wgmma(batch, instr: ir.Instr):
         if a_in_registers:
             words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in a_read], axis=1)
             a = np.zeros((len(warps), 16, shape.k))
-            a[:, a_rows, a_cols] = _register_elements(words, atype).reshape(len(warps), 32, -1)
+            a[:, a_rows, a_cols] = register_elements(words, atype).reshape(len(warps), 32, -1)
         else:
             a_words = np.broadcast_to(np.asarray(a_read(leaders)), leaders.shape)
             a = load_operand(a_words, 16 * rank[:, None] + np.arange(16)[None, :], atype, leaders, trans_a == 1)

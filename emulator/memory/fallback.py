@@ -3,25 +3,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from emulator.memory.spaces import (ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD,
+from isa import atomic
+
+from emulator.memory.spaces import (ATOMIC_DTYPES, ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD,
     FLAG_FREED, FLAG_READ_ONLY, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, SPACE_CODES, WINDOW_SIZE, Layout,
-    RequestTotals, check_thread_range)
+    RequestTotals, SPACE_NAMES, check_thread_range)
 
 GENERIC, GLOBAL, SHARED, LOCAL = (SPACE_CODES[name] for name in ("generic", "global", "shared", "local"))
 OUT_OF_BOUNDS, MISALIGNED, READ_ONLY, FREED, NULL = 1, 2, 3, 4, 5
 
-OP = ATOMIC_OPS
-TYPE = ATOMIC_TYPES
-SIGNED_TYPES = (TYPE["s32"], TYPE["s64"])
-WIDE_TYPES = (TYPE["b64"], TYPE["u64"], TYPE["s64"], TYPE["f64"])
-HALF_TYPES = (TYPE["f16"], TYPE["bf16"], TYPE["b16"])
-FLOAT_TYPES = (TYPE["f32"], TYPE["f64"], TYPE["f16x2"], TYPE["bf16x2"], TYPE["f16"], TYPE["bf16"])
-ASSOCIATIVE_INTEGER_OPS = (OP["add"], OP["and"], OP["or"], OP["xor"], OP["min"], OP["max"])
-
-CANONICAL_NAN_F32 = np.uint32(0x7FFFFFFF)
-DEFAULT_NAN_F64 = np.uint64(0xFFF8000000000000)
-F64_QUIET = np.uint64(0x0008000000000000)
-CANONICAL_NAN_HALF = np.uint32(0x7FFF)
+OP_NAMES = {code: name for name, code in ATOMIC_OPS.items()}
+TYPE_NAMES = {code: name for name, code in ATOMIC_TYPES.items()}
 # Contended groups longer than this take the per-group chain path for float adds.
 ROUNDS_LIMIT = 32
 
@@ -173,175 +165,6 @@ def _last_writer(offsets: np.ndarray) -> np.ndarray:
 
 # ---- floating point: exact decoding and one correctly rounded narrowing, as in _core.c ----
 
-def small_to_double(bits: np.ndarray, mant_bits: int, exp_bits: int) -> np.ndarray:
-    bits = bits.astype(np.int64)
-    exp_mask = (1 << exp_bits) - 1
-    bias = (1 << (exp_bits - 1)) - 1
-    exponent = (bits >> mant_bits) & exp_mask
-    mantissa = bits & ((1 << mant_bits) - 1)
-    significand = np.where(exponent == 0, mantissa, mantissa | (1 << mant_bits)).astype(np.float64)
-    scale = np.where(exponent == 0, 1, exponent) - bias - mant_bits
-    value = np.ldexp(significand, scale.astype(np.int32))
-    value[exponent == exp_mask] = np.inf
-    negative = ((bits >> (mant_bits + exp_bits)) & 1) == 1
-    return np.where(negative, -value, value)
-
-
-def small_is_nan(bits: np.ndarray, mant_bits: int, exp_bits: int) -> np.ndarray:
-    bits = bits.astype(np.uint32)
-    exp_mask = (1 << exp_bits) - 1
-    return (((bits >> mant_bits) & exp_mask) == exp_mask) & ((bits & ((1 << mant_bits) - 1)) != 0)
-
-
-def narrow_double(x: np.ndarray, mant_bits: int, exp_bits: int) -> np.ndarray:
-    """Round-to-nearest-even of non-NaN doubles into a binary format with the given field widths."""
-    bits = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
-    sign = (bits >> np.uint64(63)).astype(np.int64) << (mant_bits + exp_bits)
-    biased = ((bits >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
-    significand = (bits & np.uint64((1 << 52) - 1)) | np.uint64(1 << 52)
-    bias = (1 << (exp_bits - 1)) - 1
-    infinity = ((1 << exp_bits) - 1) << mant_bits
-    exponent = biased - 1023
-    min_exponent = 1 - bias
-    shift = 52 - mant_bits + np.maximum(min_exponent - exponent, 0)
-    vanishes = shift >= 64
-    shift_u = np.minimum(shift, 63).astype(np.uint64)
-    rounded = significand >> shift_u
-    rest = significand & ((np.uint64(1) << shift_u) - np.uint64(1))
-    half = np.uint64(1) << (shift_u - np.uint64(1))
-    round_up = (rest > half) | ((rest == half) & ((rounded & np.uint64(1)) == 1))
-    rounded = (rounded + round_up.astype(np.uint64)).astype(np.int64)
-    rounded[vanishes] = 0
-    subnormal = exponent < min_exponent
-    carry = ~subnormal & ((rounded >> (mant_bits + 1)) != 0)
-    rounded = np.where(carry, rounded >> 1, rounded)
-    exponent = np.where(carry, exponent + 1, exponent)
-    normal = ((exponent + bias) << mant_bits) | (rounded & ((1 << mant_bits) - 1))
-    magnitude = np.where(subnormal, rounded, normal)
-    magnitude = np.where(~subnormal & (exponent > bias), infinity, magnitude)
-    magnitude = np.where(biased == 0x7FF, infinity, magnitude)
-    magnitude = np.where(biased == 0, 0, magnitude)
-    return (sign | magnitude).astype(np.uint32)
-
-
-def f32_flush(bits: np.ndarray) -> np.ndarray:
-    bits = bits.astype(np.uint32)
-    return np.where((bits & np.uint32(0x7F800000)) == 0, bits & np.uint32(0x80000000), bits).astype(np.uint32)
-
-
-def f32_add(x: np.ndarray, y: np.ndarray, ftz: bool) -> np.ndarray:
-    either_nan = small_is_nan(x, 23, 8) | small_is_nan(y, 23, 8)
-    if ftz:
-        x, y = f32_flush(x), f32_flush(y)
-    with np.errstate(invalid="ignore"):
-        total = small_to_double(x, 23, 8) + small_to_double(y, 23, 8)
-    invalid = np.isnan(total)
-    result = narrow_double(np.where(invalid, 0.0, total), 23, 8)
-    if ftz:
-        result = f32_flush(result)
-    return np.where(either_nan | invalid, CANONICAL_NAN_F32, result).astype(np.uint32)
-
-
-def _f64_is_nan(bits: np.ndarray) -> np.ndarray:
-    return ((bits & np.uint64(0x7FF0000000000000)) == np.uint64(0x7FF0000000000000)) & \
-        ((bits & np.uint64((1 << 52) - 1)) != 0)
-
-
-def f64_add(x: np.ndarray, y: np.ndarray, shared: bool = False) -> np.ndarray:
-    """old x + operand y, with the H100's NaN rules (as in _core.c).
-
-    Global: a NaN operand comes back unchanged, before a NaN stored value (also unchanged).
-    Shared: the stored NaN comes first, then the operand's, each with its quiet bit set.
-    Either way an invalid sum such as inf + -inf gives 0xFFF8000000000000.
-    """
-    x, y = x.astype(np.uint64), y.astype(np.uint64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        total = (x.view(np.float64) + y.view(np.float64)).view(np.uint64)
-    total = np.where(np.isnan(total.view(np.float64)), DEFAULT_NAN_F64, total)
-    if shared:
-        total = np.where(_f64_is_nan(y), y | F64_QUIET, total)
-        return np.where(_f64_is_nan(x), x | F64_QUIET, total).astype(np.uint64)
-    total = np.where(_f64_is_nan(x), x, total)
-    return np.where(_f64_is_nan(y), y, total).astype(np.uint64)
-
-
-def _half_order_key(h: np.ndarray) -> np.ndarray:
-    h = h.astype(np.int64)
-    return np.where(h & 0x8000, -(h & 0x7FFF) - 1, h)
-
-
-def half_apply(op: int, x: np.ndarray, y: np.ndarray, bf16: bool) -> np.ndarray:
-    """add/min/max of 16-bit f16 or bf16 codes (no flushing: PTX's .noftz)."""
-    mant_bits, exp_bits = (7, 8) if bf16 else (10, 5)
-    x, y = x.astype(np.uint32), y.astype(np.uint32)
-    x_nan, y_nan = small_is_nan(x, mant_bits, exp_bits), small_is_nan(y, mant_bits, exp_bits)
-    if op == OP["add"]:
-        with np.errstate(invalid="ignore"):
-            total = small_to_double(x, mant_bits, exp_bits) + small_to_double(y, mant_bits, exp_bits)
-        invalid = np.isnan(total)
-        r = narrow_double(np.where(invalid, 0.0, total), mant_bits, exp_bits)
-        return np.where(x_nan | y_nan | invalid, CANONICAL_NAN_HALF, r).astype(np.uint32)
-    if op == OP["max"]:
-        y_wins = _half_order_key(y) > _half_order_key(x)
-    else:
-        y_wins = _half_order_key(y) < _half_order_key(x)
-    r = np.where(y_wins, y, x)
-    r = np.where(x_nan, y, r)
-    r = np.where(y_nan, x, r)
-    return np.where(x_nan & y_nan, CANONICAL_NAN_HALF, r).astype(np.uint32)
-
-
-def packed_apply(op: int, old: np.ndarray, value: np.ndarray, bf16: bool) -> np.ndarray:
-    result = np.zeros(old.shape, dtype=np.uint32)
-    for half in (0, 1):
-        x = (old.astype(np.uint32) >> np.uint32(16 * half)) & np.uint32(0xFFFF)
-        y = (value.astype(np.uint32) >> np.uint32(16 * half)) & np.uint32(0xFFFF)
-        result |= half_apply(op, x, y, bf16) << np.uint32(16 * half)
-    return result
-
-
-def integer_combine(op: int, ty: int):
-    """The binary function of an associative integer atomic, over raw unsigned words."""
-    signed = ty in SIGNED_TYPES
-    as_signed = np.int64 if ty in WIDE_TYPES else np.int32
-
-    def pick(chooser):
-        def combine(x, y):
-            if signed:
-                return chooser(x.view(as_signed), y.view(as_signed)).view(x.dtype)
-            return chooser(x, y)
-        return combine
-
-    return {OP["add"]: np.add, OP["and"]: np.bitwise_and, OP["or"]: np.bitwise_or,
-            OP["xor"]: np.bitwise_xor, OP["min"]: pick(np.minimum), OP["max"]: pick(np.maximum)}[op]
-
-
-def atomic_apply(op: int, ty: int, old: np.ndarray, a: np.ndarray, b: np.ndarray | None,
-                 space: int) -> np.ndarray:
-    """New word values for one lane per word: the element-wise semantics of every atomic.
-
-    `space` is the space the lanes resolved to (GLOBAL or SHARED/LOCAL): on an H100, add.f32 on
-    global memory flushes subnormal operands and results and keeps them on shared memory, and
-    add.f64 resolves NaNs differently in the two (see f64_add).
-    """
-    if op == OP["cas"]:
-        return np.where(old == a, b, old).astype(old.dtype)
-    if op == OP["exch"]:
-        return a.copy()
-    if ty == TYPE["f32"]:
-        return f32_add(old, a, space == GLOBAL)
-    if ty == TYPE["f64"]:
-        return f64_add(old, a, space != GLOBAL)
-    if ty in (TYPE["f16x2"], TYPE["bf16x2"]):
-        return packed_apply(op, old, a, ty == TYPE["bf16x2"])
-    if ty in (TYPE["f16"], TYPE["bf16"]):
-        return half_apply(op, old, a, ty == TYPE["bf16"]).astype(old.dtype)
-    if op == OP["inc"]:
-        return np.where(old >= a, 0, old + 1).astype(old.dtype)
-    if op == OP["dec"]:
-        return np.where((old == 0) | (old > a), a, old - 1).astype(old.dtype)
-    return integer_combine(op, ty)(old, a).astype(old.dtype)
-
 
 class _Groups:
     """Lanes sorted by the word they hit; groups of lanes on one word keep lane order."""
@@ -375,79 +198,11 @@ def _segmented_scan(values: np.ndarray, groups: _Groups, combine) -> np.ndarray:
     return scanned
 
 
-def _float_add_chain(initial, values, ty: int, space: int):
-    """Old values and final word for one long chain of float adds applied in lane order."""
-    if ty == TYPE["f32"]:
-        return _f32_chain(np.uint32(initial), values.astype(np.uint32), space == GLOBAL)
-    return _f64_chain(np.uint64(initial), values.astype(np.uint64), space != GLOBAL)
-
-
-def _f32_chain(initial, values, ftz):
-    m = values.size
-    states = np.empty(m + 1, dtype=np.uint32)
-    states[0] = initial
-    operands = f32_flush(values) if ftz else values
-    start = 0
-    current = np.uint32(f32_flush(np.array([initial]))[0] if ftz else initial)
-    while start < m:
-        sequence = np.empty(m - start + 1, dtype=np.uint32)
-        sequence[0] = current
-        sequence[1:] = operands[start:]
-        with np.errstate(invalid="ignore", over="ignore"):
-            sums = np.add.accumulate(sequence.view(np.float32)).view(np.uint32)
-        if not ftz:
-            states[start + 1:] = sums[1:]
-            break
-        subnormal = np.flatnonzero(((sums[1:] & np.uint32(0x7F800000)) == 0) & ((sums[1:] & np.uint32(0x7FFFFF)) != 0))
-        if subnormal.size == 0:
-            states[start + 1:] = sums[1:]
-            break
-        stop = int(subnormal[0]) + 1
-        states[start + 1:start + stop] = sums[1:stop]
-        current = sums[stop] & np.uint32(0x80000000)
-        states[start + stop] = current
-        start += stop
-    nan_states = np.isnan(states[1:].view(np.float32))
-    states[1:][nan_states] = CANONICAL_NAN_F32
-    return states[:-1].copy(), states[-1]
-
-
-def _f64_chain(initial, values, shared):
-    m = values.size
-    sequence = np.empty(m + 1, dtype=np.uint64)
-    sequence[0] = initial
-    sequence[1:] = values
-    with np.errstate(invalid="ignore", over="ignore"):
-        states = np.add.accumulate(sequence.view(np.float64)).view(np.uint64).copy()
-    states[0] = initial
-    is_nan_state = np.isnan(states.view(np.float64))
-    if is_nan_state.any():
-        first = int(np.flatnonzero(is_nan_state)[0])
-        operand_nan = np.zeros(m + 1, dtype=bool)
-        operand_nan[1:] = _f64_is_nan(values)
-        if shared:
-            # The stored NaN wins from then on: the first NaN state, quieted, stays.
-            if first == 0:
-                nan = initial | F64_QUIET
-                first = 1
-            else:
-                nan = sequence[first] | F64_QUIET if operand_nan[first] else DEFAULT_NAN_F64
-            states[first:] = nan
-            return states[:-1].copy(), states[-1]
-        source = np.where(operand_nan, sequence, DEFAULT_NAN_F64)
-        if first == 0:
-            source[0] = initial
-        marks = operand_nan.copy()
-        marks[first] = True
-        marks[:first] = False
-        latest = np.maximum.accumulate(np.where(marks, np.arange(m + 1), 0))
-        states[first:] = source[latest[first:]]
-    return states[:-1].copy(), states[-1]
-
-
 def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: int, a: np.ndarray,
                       b: np.ndarray | None, space: int) -> np.ndarray:
-    """Applies the lanes' atomics to `words` (of one space) in lane order; returns each lane's old value."""
+    """Applies the lanes' atomics to `words` (of one space) in lane order; returns each lane's old value.
+    What one lane does to its word is isa.atomic's; this only orders and serialises the lanes."""
+    op, ty, space = OP_NAMES[op], TYPE_NAMES[ty], SPACE_NAMES[space]
     groups = _Groups(word_index)
     order = groups.order
     a_sorted = a[order]
@@ -455,14 +210,14 @@ def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: in
     initial = words[groups.words].copy()
     old_sorted = np.empty(a.size, dtype=words.dtype)
     first_lane = groups.rank == 0
-    integer = ty not in FLOAT_TYPES
+    integer = ty not in atomic.FLOAT_TYPES
 
-    if op == OP["exch"]:
+    if op == "exch":
         old_sorted[first_lane] = initial
         old_sorted[~first_lane] = a_sorted[np.flatnonzero(~first_lane) - 1]
         final = a_sorted[groups.ends - 1]
-    elif integer and op in ASSOCIATIVE_INTEGER_OPS:
-        combine = integer_combine(op, ty)
+    elif integer and op in atomic.ASSOCIATIVE_INTEGER_OPS:
+        combine = atomic.integer_combine(op, ty)
         scanned = _segmented_scan(a_sorted, groups, combine)
         later = np.flatnonzero(~first_lane)
         old_sorted[first_lane] = initial
@@ -471,12 +226,12 @@ def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: in
     else:
         final = initial.copy()
         lengths = groups.ends - groups.starts
-        chained = op == OP["add"] and ty in (TYPE["f32"], TYPE["f64"])
+        chained = op == "add" and ty in ("f32", "f64")
         long_groups = np.flatnonzero(lengths > ROUNDS_LIMIT) if chained else []
         in_rounds = np.ones(a.size, dtype=bool)
         for group in long_groups:
             span = slice(groups.starts[group], groups.ends[group])
-            olds, final[group] = _float_add_chain(initial[group], a_sorted[span], ty, space)
+            olds, final[group] = atomic.add_chain(ty, initial[group], a_sorted[span], space)
             old_sorted[span] = olds
             in_rounds[span] = False
         candidates = np.flatnonzero(in_rounds)
@@ -489,8 +244,8 @@ def sequential_atomic(words: np.ndarray, word_index: np.ndarray, op: int, ty: in
             group = groups.group_of[lanes]
             current = final[group]
             old_sorted[lanes] = current
-            final[group] = atomic_apply(op, ty, current, a_sorted[lanes],
-                                        b_sorted[lanes] if b_sorted is not None else None, space)
+            final[group] = atomic.combine(op, ty, current, a_sorted[lanes],
+                                          b_sorted[lanes] if b_sorted is not None else None, space=space)
     words[groups.words] = final
     old = np.empty_like(old_sorted)
     old[order] = old_sorted
@@ -835,7 +590,7 @@ class NumpyCore:
 
     def atomic(self, layout: Layout, space: int, op: int, ty: int, addr, threads, a: np.ndarray,
                b: np.ndarray | None):
-        width = 8 if ty in WIDE_TYPES else 2 if ty in HALF_TYPES else 4
+        width = np.dtype(ATOMIC_DTYPES[TYPE_NAMES[ty]]).itemsize
         resolved = resolve(layout, space, addr, threads, width, writes=True)
         if resolved.fault:
             return None, resolved.fault
@@ -859,4 +614,3 @@ class NumpyCore:
     def totals(self, what: int, addr, threads, width: int, bank_bytes: int, contention: bool) -> RequestTotals:
         check_thread_range(threads)
         return totals(what, addr, threads, width, bank_bytes, contention)
-

@@ -7,6 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from isa import atomic
+
 # Global allocations start here; addresses below NULL_LIMIT fault as "null". The generic windows
 # sit above every global address, where an H100 puts them (local 0x7f6d..., shared 0x7f6e...).
 GLOBAL_BASE = 0x7F43_6800_0000
@@ -38,19 +40,7 @@ ATOMIC_DTYPES = {"b32": np.uint32, "u32": np.uint32, "s32": np.int32, "b64": np.
                  "u64": np.uint64, "s64": np.int64, "f32": np.float32, "f64": np.float64,
                  "f16x2": np.uint32, "bf16x2": np.uint32, "f16": np.uint16, "bf16": np.uint16,
                  "b16": np.uint16}
-INTEGER_ATOMIC_TYPES = ("b32", "u32", "s32", "b64", "u64", "s64")
-# PTX: atom.add.noftz.{f16,bf16} (min/max come from the .v2/.v4/.v8 vector forms) and
-# atom.cas.b16, each on a 2-byte aligned address.
-ATOMIC_OPS_BY_TYPE = {
-    **{ty: tuple(ATOMIC_OPS) for ty in INTEGER_ATOMIC_TYPES},
-    "f32": ("add", "exch", "cas"),
-    "f64": ("add", "exch", "cas"),
-    "f16x2": ("add", "min", "max", "exch", "cas"),
-    "bf16x2": ("add", "min", "max", "exch", "cas"),
-    "f16": ("add", "min", "max"),
-    "bf16": ("add", "min", "max"),
-    "b16": ("cas",),
-}
+ATOMIC_OPS_BY_TYPE = atomic.OPS_BY_TYPE
 
 COUNT_CODES = {"shared_wavefronts": 0, "global_sectors": 1, "distinct_addresses": 2,
                "max_same_address": 3, "local_sectors": 4}

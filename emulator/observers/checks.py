@@ -12,6 +12,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from isa.warp import lane_mask
+
 from emulator import ir
 from emulator.base.errors import DeviceError, GpuemuError, UsageError
 from emulator.machine.executors import lanes_of, reader
@@ -630,15 +632,15 @@ class SyncChecker(Observer):
         warp = threads >> 5
         present = np.zeros(batch.n, dtype=bool)
         present[threads] = True
-        present_bits = _warp_bits(present)
+        present_bits = lane_mask(present)
         rpc = np.minimum(batch.rpc, len(self.about_to_exit) - 1)
         gone = (batch.status == EXITED) | ((batch.rpc != INF) & self.about_to_exit[rpc] & ~present)
-        gone_bits = _warp_bits(gone)
+        gone_bits = lane_mask(gone)
         own = np.uint32(1) << lane
         leaves_out = (masks & own) == 0
         without_caller = np.zeros(batch.n, dtype=bool)
         without_caller[threads[leaves_out]] = True
-        without_caller_bits = _warp_bits(without_caller)
+        without_caller_bits = lane_mask(without_caller)
 
         def invalid_arguments(m, t):
             if not m >> (t & 31) & 1:
@@ -829,11 +831,6 @@ class SyncChecker(Observer):
 
     def report_lines(self) -> List[str]:
         return [line for finding in self.findings.items.values() for line in finding.render()]
-
-
-def _warp_bits(flags: np.ndarray) -> np.ndarray:
-    bits = np.uint32(1) << np.arange(32, dtype=np.uint32)
-    return (flags.reshape(-1, 32).astype(np.uint32) * bits).sum(axis=1, dtype=np.uint32)
 
 
 def _lane_list(mask: int) -> str:
