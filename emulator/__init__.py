@@ -7,7 +7,8 @@ from emulator import accel as _accel
 _accel.install()
 
 
-def load(source, *, device=None):
-    """Load PTX (a path or the text itself) into a device; returns a module whose kernels can be launched."""
+def load(source, *, device=None, language=None, options=()):
+    """Load PTX, a SASS listing or CUDA C++ (a path or the text itself) into a device; returns a module whose
+    kernels can be launched. language="cuda" compiles text as CUDA C++ with the compiler options given."""
     from emulator.runtime.module import load as _load
-    return _load(source, device=device)
+    return _load(source, device=device, language=language, options=options)

@@ -13,6 +13,7 @@ from isa.types import TYPES
 
 from emulator import ir
 from emulator.base.errors import PTXSemanticError, UsageError
+from emulator.frontend import cuda
 from emulator.frontend.ptx import syntax as S
 from emulator.frontend.ptx.cache import parse_cached
 from emulator.frontend.ptx.lower import lower_kernel, variable_align, variable_size
@@ -227,7 +228,7 @@ class Kernel:
         return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress)
 
 
-SOURCE_SUFFIXES = (".ptx", ".sass", ".cubin", ".fatbin", ".cuobjdump", ".s", ".txt")
+SOURCE_SUFFIXES = (".ptx", ".sass", ".cubin", ".fatbin", ".cuobjdump", ".s", ".txt", ".cu")
 
 
 def looks_like_path(text: str) -> bool:
@@ -237,8 +238,12 @@ def looks_like_path(text: str) -> bool:
     return text.strip().lower().endswith(SOURCE_SUFFIXES) or "/" in text or os.sep in text
 
 
-def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None) -> Module:
-    """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text."""
+def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None, language: Optional[str] = None,
+         options: Sequence[str] = ()) -> Module:
+    """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text. A .cu path, or
+    text with language="cuda", is CUDA C++ compiled with the compiler options given (emulator.frontend.cuda)."""
+    if language not in (None, "ptx", "cuda"):
+        raise UsageError(f"language={language!r}: choose 'ptx' or 'cuda'")
     if isinstance(source, (bytes, bytearray)):
         try:
             source = bytes(source).decode("utf-8")
@@ -251,6 +256,8 @@ def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = N
         path = os.fsdecode(os.fspath(source))
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file")
+        if language == "cuda" or (language is None and cuda.is_cuda_path(path)):
+            return load_cuda(path, device=device, options=options, from_file=True)
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
@@ -259,6 +266,8 @@ def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = N
         return Module(text, path, device)
     if not isinstance(source, str):
         raise UsageError(f"load() takes a path, PTX text or UTF-8 bytes, not {describe_value(source)}")
+    if language == "cuda":
+        return load_cuda(source, device=device, options=options)
     return Module(source, "<ptx>", device)
 
 
@@ -301,3 +310,13 @@ class SassModule(Module):
             raise UsageError(f"{raw.size} bytes at {offset:#x} do not fit constant bank {bank} (banks 1 to "
                              f"{CONSTANT_BANKS - 1} hold {BANK_BYTES} bytes each; bank 0 belongs to the launch)")
         self.banks.setdefault(bank, np.zeros(BANK_BYTES, dtype=np.uint8))[offset:offset + raw.size] = raw
+
+
+def load_cuda(source, *, device=None, options: Sequence[str] = (), from_file: bool = False,
+              name: str = cuda.DEFAULT_NAME, compiler: Optional[str] = None):
+    """A Module from a .cu path (from_file) or CUDA C++ text, compiled for the device's architecture."""
+    arch = f"sm_{device.arch}" if device is not None else None
+    if from_file:
+        return Module(cuda.compile_file(source, options=options, arch=arch, compiler=compiler), cuda.ptx_name(source), device)
+    return Module(cuda.compile_ptx(source, file_name=name, options=options, arch=arch, compiler=compiler),
+                  f"<{name}.ptx>", device)
