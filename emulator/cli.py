@@ -110,7 +110,7 @@ def write_json_atomically(path: str, data: dict) -> None:
 
 def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags every command that launches a kernel shares (run, profile, debug)."""
-    parser.add_argument("file", help="PTX file (as nvcc -ptx, Triton or clang emit it)")
+    parser.add_argument("file", help="PTX file (as nvcc -ptx, Triton or clang emit it), or a CUDA C++ .cu file")
     parser.add_argument("--kernel", help="entry name, mangled or plain (default: the only kernel)")
     parser.add_argument("--grid", required=True, help="grid dimensions X[,Y[,Z]]")
     parser.add_argument("--block", required=True, help="block dimensions X[,Y[,Z]]")
@@ -184,10 +184,14 @@ def prepare_launch(options, stdout=None):
     from .launch import Device, Module
     if not os.path.exists(options.file):
         raise UsageError(f"{options.file}: no such file")
-    with open(options.file, encoding="utf-8", errors="replace") as handle:
-        text = handle.read()
     device = Device(backend=options.backend, stdout=stdout)
-    module = Module(text, options.file, device)
+    if options.file.lower().endswith(".cu"):
+        from .cuda_source import compile_file, ptx_name
+        text, name = compile_file(options.file, arch=getattr(options, "arch", None)), ptx_name(options.file)
+    else:
+        with open(options.file, encoding="utf-8", errors="replace") as handle:
+            text, name = handle.read(), options.file
+    module = Module(text, name, device)
     kernel = module.kernel(options.kernel)
     for item in options.const:
         name, sep, spec = item.partition("=")

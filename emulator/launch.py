@@ -806,7 +806,7 @@ def _ranges(values: Sequence[int]) -> str:
 
 
 #: file name endings that make a one-line string a path rather than PTX text
-SOURCE_SUFFIXES = (".ptx", ".sass", ".cubin", ".fatbin", ".cuobjdump", ".s", ".txt")
+SOURCE_SUFFIXES = (".ptx", ".sass", ".cubin", ".fatbin", ".cuobjdump", ".s", ".txt", ".cu")
 
 
 def looks_like_path(text: str) -> bool:
@@ -816,8 +816,12 @@ def looks_like_path(text: str) -> bool:
     return text.strip().lower().endswith(SOURCE_SUFFIXES) or "/" in text or os.sep in text
 
 
-def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None) -> Module:
-    """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text."""
+def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None, language: Optional[str] = None,
+         options: Sequence[str] = ()) -> Module:
+    """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text. A .cu path, or
+    text with language="cuda", is CUDA C++ compiled with the compiler options given (emulator.cuda_source)."""
+    if language not in (None, "ptx", "cuda"):
+        raise UsageError(f"language={language!r}: choose 'ptx' or 'cuda'")
     if isinstance(source, (bytes, bytearray)):
         try:
             source = bytes(source).decode("utf-8")
@@ -830,6 +834,9 @@ def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = N
         path = os.fsdecode(os.fspath(source))
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file")
+        if language == "cuda" or (language is None and path.lower().endswith(".cu")):
+            from .cuda_source import load_cuda
+            return load_cuda(path, device=device, options=options, from_file=True)
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
                 text = handle.read()
@@ -838,4 +845,7 @@ def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = N
         return Module(text, path, device)
     if not isinstance(source, str):
         raise UsageError(f"load() takes a path, PTX text or UTF-8 bytes, not {describe_value(source)}")
+    if language == "cuda":
+        from .cuda_source import load_cuda
+        return load_cuda(source, device=device, options=options)
     return Module(source, "<ptx>", device)

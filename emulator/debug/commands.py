@@ -156,7 +156,7 @@ class Session:
         self.block = tuple(block) + (1,) * (3 - len(block))
         self.registers = Registers(self.program)
         self.addresses = CodeAddresses(self.program)
-        self.ptx_name = os.path.basename(options.file)
+        self.ptx_name = os.path.basename(module.source_name)
         self.sources = SourceFiles(options.file, getattr(options, "source_dir", None) or ())
         self.history_limit = getattr(options, "history", DEFAULT_HISTORY)
         self.engine: Optional[Engine] = None
