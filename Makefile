@@ -2,7 +2,7 @@
 PYTHON ?= python3
 STAMP := build/.installed
 
-.PHONY: install demo test bench bench-stats coverage clean
+.PHONY: install demo test test-clients bench bench-stats coverage clean
 
 $(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/_core.h emulator/memory/build_core.py \
 		emulator/accel/_arith.c emulator/accel/build_arith.py
@@ -20,6 +20,18 @@ demo: install
 
 test: install
 	$(PYTHON) -m pytest -q
+
+# the client integrations (Triton, CUDA C++ via NVRTC, ...) in a venv of their own with gpuemu's extras;
+# torch is the CPU build (the one `pip install torch==2.13.0` finds on this project's machines)
+CLIENTS_VENV ?= build/clients-venv
+CLIENTS_TORCH ?= torch==2.13.0
+CLIENT_EXTRAS ?= test,triton,cuda
+CLIENT_TESTS ?= tests/test_triton_backend.py tests/test_cuda_source.py
+test-clients:
+	test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "$(CLIENTS_TORCH)"
+	$(CLIENTS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$(CLIENT_EXTRAS)]"
+	TRITON_DEFAULT_FP_FUSION=1 $(CLIENTS_VENV)/bin/python -m pytest -q $(CLIENT_TESTS)
 
 bench: install
 	$(PYTHON) bench/run.py
