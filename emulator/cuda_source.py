@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .base.cache import Cache, digest
-from .base.errors import UsageError
+from .errors import UsageError
 from .base.text import printable
 
 CUDA_SUFFIXES = (".cu",)

@@ -21,6 +21,7 @@ import time
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase, decompose_descriptor, expand_signature, wrap_handle_tensordesc_impl
 
+from ..errors import UsageError
 from . import compiler as gpuemu_compiler
 
 #: the entry-point name this backend is registered under (TRITON_DEFAULT_BACKEND=gpuemu picks it)
@@ -188,7 +189,7 @@ class CompiledPTX:
         self.metadata = metadata
 
 
-class PointerArgumentError(TypeError):
+class PointerArgumentError(UsageError):
     """A pointer argument gpuemu cannot map into its device memory."""
 
 
