@@ -12,13 +12,12 @@ import numpy as np
 
 from isa import memory as memory_semantics
 from isa import warp
-from isa.table import Decoded, semantics
+from isa.table import Decoded, semantics, vector_count
 from isa.types import TYPES
 
 from emulator import ir
 from emulator.base.errors import DeviceError
 from emulator.machine.registry import BUILDERS, builds
-from emulator.machine.stops import MemoryFault
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
 
 ALL = slice(None)
@@ -434,15 +433,24 @@ class AddressPlan:
         return self.space, addresses, threads_of(sel)
 
 
-def _memory_fault(batch, instr: ir.Instr, fault: DeviceFault, sel) -> MemoryFault:
-    lanes = lanes_of(sel, batch.n) if fault.lane is not None else None
-    thread = int(lanes[fault.lane]) if lanes is not None and fault.lane < len(lanes) else None
-    return batch.memory_fault(instr, fault, thread)
-
-
-def _vector_count(decoded: Decoded) -> int:
-    vec = decoded.get("vec")
-    return int(vec[1:]) if vec else 1
+def access(batch, instr: ir.Instr, op: str, space: str, addresses, threads, width: int, *, data=None,
+           atomic=None, tell: bool = True):
+    """One instruction's memory access, the one way every executor makes it: the observer hears of it, the
+    memory core does it (op load, store, or atomic with atomic=(operation, type, a, b)), and a fault becomes
+    the instruction's memory-fault stop, blaming threads[lane] (the lane itself when threads is None)."""
+    if tell and batch.observer is not None:
+        batch.observer.memory(batch, instr, op, space, addresses, threads, width)
+    try:
+        if op == "load":
+            return batch.memory.load(space, addresses, threads, width)
+        if op == "store":
+            return batch.memory.store(space, addresses, threads, width, data)
+        operation, type_name, a, b = atomic
+        return batch.memory.atomic(space, operation, type_name, addresses, threads, a, b)
+    except DeviceFault as fault:
+        lane = fault.lane
+        thread = None if lane is None else int(lane if threads is None else threads[lane])
+        raise batch.memory_fault(instr, fault, thread) from None
 
 
 def _access_width(batch, instr: ir.Instr, element_bytes: int, count: int) -> int:
@@ -454,20 +462,25 @@ def _access_width(batch, instr: ir.Instr, element_bytes: int, count: int) -> int
     return width
 
 
+def _access_operands(batch, instr: ir.Instr, *, data_at: int, what: str):
+    """ld/st: (element type, elements per thread, bytes per thread, the data registers, the address plan); the
+    data operand sits at data_at and the address at the other of the first two operands."""
+    decoded = instr.decoded
+    t = TYPES[decoded.type]
+    count = vector_count(decoded)
+    width = _access_width(batch, instr, t.bytes, count)
+    data = instr.operands[data_at]
+    registers = data.items if isinstance(data, ir.VecRef) else (data,)
+    if len(registers) != count:
+        raise batch.lowering_error(instr, f"{count} {what} registers expected")
+    plan = AddressPlan(batch, instr, instr.operands[1 - data_at], decoded.get("space", "generic"))
+    return t, count, width, registers, plan
+
+
 @builds("ld", guards_itself=True)
 def build_ld(batch, instr: ir.Instr) -> Callable:
-    decoded = instr.decoded
-    type_name = decoded.type
-    t = TYPES[type_name]
-    count = _vector_count(decoded)
-    width = _access_width(batch, instr, t.bytes, count)
-    dest, address = instr.operands[0], instr.operands[1]
-    dests = dest.items if isinstance(dest, ir.VecRef) else (dest,)
-    if len(dests) != count:
-        raise batch.lowering_error(instr, f"{count} destination registers expected")
-    writes = [writer(batch, ref, type_name) for ref in dests]
-    plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
-    memory = batch.memory
+    t, count, width, dests, plan = _access_operands(batch, instr, data_at=0, what="destination")
+    writes = [writer(batch, ref, t.name) for ref in dests]
     observe = batch.observer
 
     uniform_address = np.array([plan.static or 0], dtype=np.uint64)
@@ -476,25 +489,16 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
         if plan.uniform or plan.uniform_register:
             if observe is not None:
                 observe.memory(batch, instr, "load", *plan.addresses(sel), width)
-            try:
-                if plan.uniform_register:
-                    space, address, _ = plan.addresses(np.zeros(1, dtype=np.int64))
-                    raw = memory.load(space, address, None, width)
-                else:
-                    raw = memory.load(plan.space, uniform_address, None, width)
-            except DeviceFault as fault:
-                raise _memory_fault(batch, instr, fault, sel) from None
+            if plan.uniform_register:
+                space, address, _ = plan.addresses(np.zeros(1, dtype=np.int64))
+            else:
+                space, address = plan.space, uniform_address
+            raw = access(batch, instr, "load", space, address, None, width, tell=False)
             values = memory_semantics.unpack_elements(raw, t.dtype, count)
             for i, write in enumerate(writes):
                 write(sel, values[0, i])
             return
-        space, addresses, threads = plan.addresses(sel)
-        if observe is not None:
-            observe.memory(batch, instr, "load", space, addresses, threads, width)
-        try:
-            raw = memory.load(space, addresses, threads, width)
-        except DeviceFault as fault:
-            raise _memory_fault(batch, instr, fault, sel) from None
+        raw = access(batch, instr, "load", *plan.addresses(sel), width)
         values = memory_semantics.unpack_elements(raw, t.dtype, count)
         for i, write in enumerate(writes):
             write(sel, values[:, i])
@@ -503,29 +507,13 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
 
 @builds("st", guards_itself=True)
 def build_st(batch, instr: ir.Instr) -> Callable:
-    decoded = instr.decoded
-    type_name = decoded.type
-    t = TYPES[type_name]
-    count = _vector_count(decoded)
-    width = _access_width(batch, instr, t.bytes, count)
-    address, source = instr.operands[0], instr.operands[1]
-    sources = source.items if isinstance(source, ir.VecRef) else (source,)
-    if len(sources) != count:
-        raise batch.lowering_error(instr, f"{count} source registers expected")
-    reads = [reader(batch, ref, type_name) for ref in sources]
-    plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
-    memory = batch.memory
-    observe = batch.observer
+    t, count, width, sources, plan = _access_operands(batch, instr, data_at=1, what="source")
+    reads = [reader(batch, ref, t.name) for ref in sources]
 
     def execute(sel):
         space, addresses, threads = plan.addresses(sel)
         data = memory_semantics.pack_elements([read(sel) for read in reads], t.dtype, len(addresses))
-        if observe is not None:
-            observe.memory(batch, instr, "store", space, addresses, threads, width)
-        try:
-            memory.store(space, addresses, threads, width, data)
-        except DeviceFault as fault:
-            raise _memory_fault(batch, instr, fault, sel) from None
+        access(batch, instr, "store", space, addresses, threads, width, data=data)
     return guarded(batch, instr, execute)
 
 
@@ -540,7 +528,7 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
         dest, address, rest = operands[0], operands[1], operands[2:]
     else:
         dest, address, rest = None, operands[0], operands[1:]
-    count = _vector_count(decoded)
+    count = vector_count(decoded)
     if count > 1:
         return _build_vector_atom(batch, instr, op, dest, address, rest, count)
     write = writer(batch, dest, type_name) if dest is not None else None
@@ -548,8 +536,6 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
     if op == "cas" and len(reads) != 2 or op != "cas" and len(reads) != 1:
         raise batch.lowering_error(instr, "wrong number of operands")
     plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
-    memory = batch.memory
-    observe = batch.observer
     ty = "b32" if type_name == "b32" else type_name
     width = TYPES[type_name].bytes
 
@@ -558,12 +544,7 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
         n = len(addresses)
         a = np.broadcast_to(reads[0](sel), (n,))
         b = np.broadcast_to(reads[1](sel), (n,)) if len(reads) > 1 else None
-        if observe is not None:
-            observe.memory(batch, instr, "atomic", space, addresses, threads, width)
-        try:
-            old = memory.atomic(space, op, ty, addresses, threads, a, b)
-        except DeviceFault as fault:
-            raise _memory_fault(batch, instr, fault, sel) from None
+        old = access(batch, instr, "atomic", space, addresses, threads, width, atomic=(op, ty, a, b))
         if write is not None:
             write(sel, old)
     return guarded(batch, instr, execute)
@@ -582,7 +563,6 @@ def _build_vector_atom(batch, instr: ir.Instr, op: str, dest, address, rest, cou
     reads = [reader(batch, ref, type_name) for ref in sources]
     writes = [writer(batch, ref, type_name) for ref in dests]
     plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
-    memory = batch.memory
     observe = batch.observer
     size = TYPES[type_name].bytes
     width = size * count
@@ -597,13 +577,10 @@ def _build_vector_atom(batch, instr: ir.Instr, op: str, dest, address, rest, cou
             lane = int(misaligned[0])
             fault = DeviceFault("misaligned", space, "atomic", width, int(addresses[lane]), lane,
                                 f"Address {int(addresses[lane]):#x} is misaligned")
-            raise _memory_fault(batch, instr, fault, sel)
+            raise batch.memory_fault(instr, fault, lane if threads is None else int(threads[lane]))
         for element, read in enumerate(reads):
-            try:
-                old = memory.atomic(space, op, type_name, addresses + np.uint64(element * size), threads,
-                                    np.broadcast_to(read(sel), (n,)), None)
-            except DeviceFault as fault:
-                raise _memory_fault(batch, instr, fault, sel) from None
+            old = access(batch, instr, "atomic", space, addresses + np.uint64(element * size), threads, size,
+                         atomic=(op, type_name, np.broadcast_to(read(sel), (n,)), None), tell=False)
             if writes:
                 writes[element](sel, old)
     return guarded(batch, instr, execute)

@@ -90,15 +90,9 @@ def build_cp_async(batch, instr: ir.Instr):
         raise batch.lowering_error(instr, "cp.async copies 4, 8 or 16 bytes")
     to_plan = AddressPlan(batch, instr, destination, "shared")
     from_plan = AddressPlan(batch, instr, source, "global")
-    observe = batch.observer
 
     def read(space, addresses, owners, size):
-        if observe is not None:
-            observe.memory(batch, instr, "load", space, addresses, owners, size)
-        try:
-            return batch.memory.load(space, addresses, owners, size)
-        except DeviceFault as fault:
-            raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
+        return executors.access(batch, instr, "load", space, addresses, owners, size)
 
     def issue(sel):
         lanes = lanes_of(sel, batch.n)
@@ -154,16 +148,10 @@ def _row_lanes(batch, sel, instr, plan, count: int):
 def build_ldmatrix(batch, instr: ir.Instr):
     count, transpose, dests, plan = _matrix_operands(batch, instr, 0, "destination")
     writes = [writer(batch, ref, "b32") for ref in dests]
-    observe = batch.observer
 
     def execute(sel):
         warps, threads, space, providers, owner = _row_lanes(batch, sel, instr, plan, count)
-        if observe is not None:
-            observe.memory(batch, instr, "load", space, providers, owner, 16)
-        try:
-            rows = batch.memory.load(space, providers, owner, 16)
-        except DeviceFault as fault:
-            raise batch.memory_fault(instr, fault, int(owner[fault.lane])) from None
+        rows = executors.access(batch, instr, "load", space, providers, owner, 16)
         matrices = rows.view(np.uint16).reshape(len(warps), count, 8, 8)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
@@ -178,19 +166,13 @@ def build_ldmatrix(batch, instr: ir.Instr):
 def build_stmatrix(batch, instr: ir.Instr):
     count, transpose, sources, plan = _matrix_operands(batch, instr, 1, "source")
     reads = [reader(batch, ref, "b32") for ref in sources]
-    observe = batch.observer
 
     def execute(sel):
         warps, threads, space, targets, owner = _row_lanes(batch, sel, instr, plan, count)
         words = np.stack([np.broadcast_to(np.asarray(read(threads)), threads.shape).reshape(len(warps), 32)
                           for read in reads], axis=1)
         matrices = fragments_matrix(words, transpose)
-        if observe is not None:
-            observe.memory(batch, instr, "store", space, targets, owner, 16)
-        try:
-            batch.memory.store(space, targets, owner, 16, matrices.reshape(-1, 8))
-        except DeviceFault as fault:
-            raise batch.memory_fault(instr, fault, int(owner[fault.lane])) from None
+        executors.access(batch, instr, "store", space, targets, owner, 16, data=matrices.reshape(-1, 8))
     return executors.guarded(batch, instr, execute)
 
 
@@ -299,7 +281,6 @@ def build_wmma(batch, instr: ir.Instr):
     plan = AddressPlan(batch, instr, address_ref, decoded.get("space", "generic"))
     element = np.arange(elements)
     row_of, col_of = element // cols, element % cols
-    observe = batch.observer
     if op == "load":
         writes = [writer(batch, ref, word) for ref in registers]
     else:
@@ -323,12 +304,7 @@ def build_wmma(batch, instr: ir.Instr):
         wanted[lanes_of(sel, batch.n)] = True
         take = wanted[threads]
         if op == "load":
-            if observe is not None:
-                observe.memory(batch, instr, "load", space, addresses.reshape(-1), owners, size)
-            try:
-                raw = batch.memory.load(space, addresses.reshape(-1), owners, size)
-            except DeviceFault as fault:
-                raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
+            raw = executors.access(batch, instr, "load", space, addresses.reshape(-1), owners, size)
             values = element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
                 len(warps), elements), kind) if kind not in ("f16", "bf16") else None
             if kind in ("f16", "bf16"):
@@ -353,12 +329,7 @@ def build_wmma(batch, instr: ir.Instr):
             else:
                 raw = values.reshape(-1).astype(np.float32)
             targets = addresses.reshape(-1)
-            if observe is not None:
-                observe.memory(batch, instr, "store", space, targets, owners, size)
-            try:
-                batch.memory.store(space, targets, owners, size, raw)
-            except DeviceFault as fault:
-                raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
+            executors.access(batch, instr, "store", space, targets, owners, size, data=raw)
     return executors.guarded(batch, instr, execute)
 
 

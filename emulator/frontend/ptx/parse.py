@@ -440,21 +440,26 @@ def syntax_error(parser: Lark, terminal_words: Dict[str, str], source: str, text
                           f"unexpected {what}{context}{describe_expected(parser, terminal_words, expected)}")
 
 
+def parse_items(parser: Lark, transformer: Transformer, terminal_words: Dict[str, str], source: str, text: str,
+                language: str) -> list:
+    """The transformed top-level items of text; every lark error becomes a PTXSyntaxError at its line and column."""
+    try:
+        return transformer.transform(parser.parse(text)).children
+    except UnexpectedInput as error:
+        raise syntax_error(parser, terminal_words, source, text, error) from None
+    except VisitError as error:
+        if isinstance(error.orig_exc, _TokenError):
+            raise PTXSyntaxError(source, error.orig_exc.line, error.orig_exc.col, str(error.orig_exc)) from None
+        raise PTXSyntaxError(source, 1, 1, f"cannot read {language}: {error.orig_exc}") from None
+    except RecursionError:
+        raise PTXSyntaxError(source, 1, 1, f"{language} nests too deeply") from None
+
+
 def parse(text: str, source: str = "<ptx>") -> S.Module:
     """Parse PTX text into a syntax tree; raise PTXSyntaxError (file:line:col) on bad input."""
     if text.startswith("\ufeff"):  # a byte-order mark some editors write first
         text = text[1:]
-    try:
-        tree = _parser().parse(text)
-        items = _ToSyntax().transform(tree).children
-    except UnexpectedInput as error:
-        raise syntax_error(_parser(), _TERMINAL_WORDS, source, text, error) from None
-    except VisitError as error:
-        if isinstance(error.orig_exc, _TokenError):
-            raise PTXSyntaxError(source, error.orig_exc.line, error.orig_exc.col, str(error.orig_exc)) from None
-        raise PTXSyntaxError(source, 1, 1, f"cannot read PTX: {error.orig_exc}") from None
-    except RecursionError:
-        raise PTXSyntaxError(source, 1, 1, "PTX nests too deeply") from None
+    items = parse_items(_parser(), _ToSyntax(), _TERMINAL_WORDS, source, text, "PTX")
     version = None
     target: tuple = ()
     address_size = 64

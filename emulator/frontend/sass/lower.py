@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from isa.table import decode
+from isa.table import ModifierLookup, decode
 
 from emulator import ir
 from emulator.base.errors import PTXSemanticError
@@ -67,7 +67,7 @@ _SUFFIXES_IGNORED = {"reuse", "REUSE"}
 _HALF_SELECTS = {"H0_H0", "H1_H1", "H0_H1", "H1_H0", "F32", "H0", "H1", "B0", "B1", "B2", "B3"}
 
 
-class SassDecoded:
+class SassDecoded(ModifierLookup):
     """Stands in for isa.table.Decoded on SASS instructions: op_class 'sass' routes them to the SASS
     executors, and get('space') tells observers which state space a memory instruction names."""
 
@@ -82,15 +82,6 @@ class SassDecoded:
         self.mods = (("space", space),) if space else ()
         self.types: Tuple[str, ...] = ()
         self.hints: Tuple[str, ...] = ()
-
-    def get(self, category: str, default=None):
-        for name, value in self.mods:
-            if name == category:
-                return value
-        return default
-
-    def has(self, category: str) -> bool:
-        return any(name == category for name, _ in self.mods)
 
     def __repr__(self) -> str:
         return ".".join((self.family.mnemonic,) + self.modifiers)

@@ -6,11 +6,10 @@ from functools import lru_cache
 from typing import List, Optional
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput, VisitError
 
 
 from emulator.base.errors import PTXSyntaxError
-from emulator.frontend.ptx.parse import build_parser, syntax_error
+from emulator.frontend.ptx.parse import build_parser, parse_items
 from emulator.frontend.ptx.syntax import Pos
 from emulator.frontend.sass import syntax as S
 
@@ -130,13 +129,7 @@ class _ToSyntax(Transformer):
 
 def parse_listing(text: str, source: str = "<sass>") -> S.Listing:
     """Parse a SASS listing into its functions; raise PTXSyntaxError (file:line:col) on bad input."""
-    try:
-        tree = _parser().parse(text)
-        items = _ToSyntax().transform(tree).children
-    except UnexpectedInput as error:
-        raise syntax_error(_parser(), _TERMINAL_WORDS, source, text, error) from None
-    except VisitError as error:
-        raise PTXSyntaxError(source, 1, 1, f"cannot read SASS: {error.orig_exc}") from None
+    items = parse_items(_parser(), _ToSyntax(), _TERMINAL_WORDS, source, text, "SASS")
     arch: Optional[str] = None
     compile_size: Optional[int] = None
     functions: List[S.Function] = []
