@@ -17,7 +17,7 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import GpuemuError
-from emulator.machine.executors import ALL
+from emulator.machine.lanes import ALL
 from emulator.machine.batch import EXITED
 from emulator.memory import DeviceFault, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from emulator.machine.observe import Observer

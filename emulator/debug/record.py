@@ -14,7 +14,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 import numpy as np
 
 from emulator import ir
-from emulator.machine.executors import ALL
+from emulator.machine.lanes import ALL
 
 DEFAULT_HISTORY = 100_000
 #: the scheduler state a control instruction may change (rpc is derived from the records instead)

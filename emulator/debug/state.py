@@ -11,7 +11,7 @@ import numpy as np
 from isa.types import TYPES
 
 from emulator import ir
-from emulator.machine.executors import ALL
+from emulator.machine.lanes import ALL
 from emulator.runtime.names import plain_name
 from emulator.frontend.ptx.lower import SPECIAL_REGISTERS
 from emulator.machine.batch import AT_BARRIER, EXITED, INF, RUNNING

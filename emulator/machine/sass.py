@@ -13,9 +13,9 @@ import numpy as np
 
 from isa import warp
 
-from emulator.machine import executors
+from emulator.machine.operands import access
 from emulator.machine.registry import builds
-from emulator.machine.executors import ALL, count_of, lanes_of, subselect, threads_of
+from emulator.machine.lanes import ALL, count_of, lanes_of, subselect, threads_of
 from emulator.memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE
 from emulator.ir.sass import SASS_OP_CLASS, Address, ConstWord, Immediate, Pred, SignBit, Special, Value
 
@@ -296,7 +296,7 @@ def _register_loader(batch, instr, where, writers, width: int, signed: bool) -> 
 
     def load(sel):
         space, addresses, threads = where(sel)
-        raw = executors.access(batch, instr, "load", space, addresses, threads, width)
+        raw = access(batch, instr, "load", space, addresses, threads, width)
         words = _to_registers(raw.reshape(len(addresses), width), width, signed)
         for index, write in enumerate(writers):
             if write is not None:
@@ -329,7 +329,7 @@ def build_store(batch, instr, plan) -> Callable:
     def execute(sel):
         space, addresses, threads = where(sel)
         data = _store_data(readers, sel, len(addresses), width)
-        executors.access(batch, instr, "store", space, addresses, threads, width, data=data)
+        access(batch, instr, "store", space, addresses, threads, width, data=data)
     return execute
 
 
@@ -358,7 +358,7 @@ def build_atomic(batch, instr, plan) -> Callable:
         n = len(addresses)
         a = operand(readers[0], sel, n)
         b = operand(readers[1], sel, n) if len(readers) > 1 else None
-        old = executors.access(batch, instr, "atomic", space, addresses, threads, width, atomic=(op, ty, a, b))
+        old = access(batch, instr, "atomic", space, addresses, threads, width, atomic=(op, ty, a, b))
         if write is not None:
             previous = np.asarray(old).view(bits)
             write(sel, (previous == a.view(bits)).astype(bits) if spin else previous)

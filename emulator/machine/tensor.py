@@ -16,10 +16,10 @@ from isa.tensor import (WMMA_SHAPES, element_bytes, element_values, fma_chain, f
                         matrix_fragments, mbarrier_pack, mbarrier_settle, mbarrier_unpack, tensor_core_sum, wmma_dims,
                         wmma_slots, wmma_words)
 
-from emulator.machine import executors
 from emulator.machine.registry import builds
 from emulator import ir
-from emulator.machine.executors import AddressPlan, lanes_of, reader, writer
+from emulator.machine.lanes import lanes_of
+from emulator.machine.operands import AddressPlan, access, guarded, reader, writer
 from emulator.memory import DeviceFault
 
 
@@ -68,7 +68,7 @@ def build_cp_async(batch, instr: ir.Instr):
     decoded = instr.decoded
     op = decoded.get("cpop")
     if op == "commit_group":
-        return executors.guarded(batch, instr, lambda sel: _copies(batch).commit(lanes_of(sel, batch.n)))
+        return guarded(batch, instr, lambda sel: _copies(batch).commit(lanes_of(sel, batch.n)))
     if op in ("wait_group", "wait_all"):
         keep_reader = reader(batch, instr.operands[0], "u32") if op == "wait_group" else (lambda sel: 0)
 
@@ -82,7 +82,7 @@ def build_cp_async(batch, instr: ir.Instr):
                 copies.complete(batch, threads, keep)
             except DeviceFault as fault:
                 raise batch.memory_fault(instr, fault, None) from None
-        return executors.guarded(batch, instr, wait)
+        return guarded(batch, instr, wait)
     destination, source, size_ref = instr.operands[:3]
     source_size = reader(batch, instr.operands[3], "u32") if len(instr.operands) > 3 else None
     width = int(size_ref.value) if isinstance(size_ref, ir.ImmRef) else None
@@ -92,7 +92,7 @@ def build_cp_async(batch, instr: ir.Instr):
     from_plan = AddressPlan(batch, instr, source, "global")
 
     def read(space, addresses, owners, size):
-        return executors.access(batch, instr, "load", space, addresses, owners, size)
+        return access(batch, instr, "load", space, addresses, owners, size)
 
     def issue(sel):
         lanes = lanes_of(sel, batch.n)
@@ -109,7 +109,7 @@ def build_cp_async(batch, instr: ir.Instr):
             if np.any(part):
                 data[part, offset] = read(space, addresses[part] + np.uint64(offset), lanes[part], 1)[:, 0]
         _copies(batch).issue(instr, lanes, targets.copy(), data)
-    return executors.guarded(batch, instr, issue)
+    return guarded(batch, instr, issue)
 
 
 # ---- ldmatrix ---------------------------------------------------------------------------------------
@@ -151,7 +151,7 @@ def build_ldmatrix(batch, instr: ir.Instr):
 
     def execute(sel):
         warps, threads, space, providers, owner = _row_lanes(batch, sel, instr, plan, count)
-        rows = executors.access(batch, instr, "load", space, providers, owner, 16)
+        rows = access(batch, instr, "load", space, providers, owner, 16)
         matrices = rows.view(np.uint16).reshape(len(warps), count, 8, 8)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
@@ -159,7 +159,7 @@ def build_ldmatrix(batch, instr: ir.Instr):
         words = matrix_fragments(matrices, transpose)
         for index, write in enumerate(writes):
             write(threads[take], words[:, index].reshape(-1)[take])
-    return executors.guarded(batch, instr, execute)
+    return guarded(batch, instr, execute)
 
 
 @builds("stmatrix", guards_itself=True)
@@ -172,8 +172,8 @@ def build_stmatrix(batch, instr: ir.Instr):
         words = np.stack([np.broadcast_to(np.asarray(read(threads)), threads.shape).reshape(len(warps), 32)
                           for read in reads], axis=1)
         matrices = fragments_matrix(words, transpose)
-        executors.access(batch, instr, "store", space, targets, owner, 16, data=matrices.reshape(-1, 8))
-    return executors.guarded(batch, instr, execute)
+        access(batch, instr, "store", space, targets, owner, 16, data=matrices.reshape(-1, 8))
+    return guarded(batch, instr, execute)
 
 
 # ---- mma.sync ---------------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def build_mma(batch, instr: ir.Instr):
             halves = values.astype(np.float16).view(np.uint16).astype(np.uint32)
             for i, write in enumerate(d_write):
                 write(threads[take], (halves[take, 2 * i + 1] << np.uint32(16)) | halves[take, 2 * i])
-    return executors.guarded(batch, instr, execute)
+    return guarded(batch, instr, execute)
 
 
 # ---- wmma -------------------------------------------------------------------------------------------
@@ -304,7 +304,7 @@ def build_wmma(batch, instr: ir.Instr):
         wanted[lanes_of(sel, batch.n)] = True
         take = wanted[threads]
         if op == "load":
-            raw = executors.access(batch, instr, "load", space, addresses.reshape(-1), owners, size)
+            raw = access(batch, instr, "load", space, addresses.reshape(-1), owners, size)
             values = element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
                 len(warps), elements), kind) if kind not in ("f16", "bf16") else None
             if kind in ("f16", "bf16"):
@@ -329,8 +329,8 @@ def build_wmma(batch, instr: ir.Instr):
             else:
                 raw = values.reshape(-1).astype(np.float32)
             targets = addresses.reshape(-1)
-            executors.access(batch, instr, "store", space, targets, owners, size, data=raw)
-    return executors.guarded(batch, instr, execute)
+            access(batch, instr, "store", space, targets, owners, size, data=raw)
+    return guarded(batch, instr, execute)
 
 
 def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
@@ -367,7 +367,7 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
         take = wanted[threads]
         for index, write in enumerate(d_write):
             write(threads[take], words[take, index])
-    return executors.guarded(batch, instr, execute)
+    return guarded(batch, instr, execute)
 
 
 # ---- mbarrier ---------------------------------------------------------------------------------------
@@ -437,4 +437,4 @@ def build_mbarrier(batch, instr: ir.Instr):
             raise batch.memory_fault(instr, fault, int(owners[i])) from None
         if write_dest is not None:
             write_dest(sel, results.astype(bool) if op in ("test_wait", "try_wait") else results)
-    return executors.guarded(batch, instr, execute)
+    return guarded(batch, instr, execute)

@@ -15,7 +15,8 @@ import numpy as np
 from emulator.machine import executors
 from emulator.machine.registry import builds
 from emulator import ir
-from emulator.machine.executors import lanes_of, reader, writer
+from emulator.machine.lanes import lanes_of
+from emulator.machine.operands import access, reader, writer
 from isa.tensor import (ELEMENT_BYTES, FORMS, INTEGER_N, TRANSPOSABLE, decode_elements, operand_addresses,
                         register_a_layout, register_elements, tensor_core_sum)
 
@@ -128,7 +129,7 @@ def build_wgmma(batch, instr: ir.Instr):
     def load_operand(words, rows, kind, owners, mn_major):
         addresses = operand_addresses(words, rows, shape.k, ELEMENT_BYTES[kind], mn_major)
         flat_owners = np.repeat(owners, addresses.shape[1] * addresses.shape[2])
-        raw = executors.access(batch, instr, "load", "shared", addresses.reshape(-1).astype(np.uint64), flat_owners,
+        raw = access(batch, instr, "load", "shared", addresses.reshape(-1).astype(np.uint64), flat_owners,
                                ELEMENT_BYTES[kind], tell=False)
         return decode_elements(raw, kind).reshape(addresses.shape)
 

@@ -20,7 +20,7 @@ from emulator.frontend.ptx.lower import lower_kernel, variable_align, variable_s
 from emulator.frontend.sass import looks_like_sass
 from emulator.frontend.sass.lower import SassProgram, lower_function
 from emulator.frontend.sass.parse import parse_listing
-from emulator.machine.executors import immediate
+from emulator.machine.operands import immediate
 from emulator.machine.sass import BANK_BYTES
 from emulator.memory import Memory
 from emulator.runtime.arguments import describe_value, dim3, symbol_bytes

@@ -6,7 +6,7 @@ from typing import List
 import numpy as np
 
 from emulator import ir
-from emulator.machine.executors import lanes_of
+from emulator.machine.lanes import lanes_of
 from emulator.machine.observe import Observer
 from emulator.observers.checks.common import (ACCESS_WORDS, CONSTANT_BANKS, GLOBAL, PREFIX, SHARED, Finding, Findings,
                                               GlobalTable, _Shadow, _first_of_each, _last_of_each, is_fence,

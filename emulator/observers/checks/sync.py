@@ -9,9 +9,10 @@ from isa.warp import lane_mask
 
 from emulator import ir
 from emulator.base.errors import DeviceError
-from emulator.machine.executors import lanes_of, reader
+from emulator.machine.lanes import lanes_of
+from emulator.machine.operands import reader
 from emulator.runtime.names import plain_name
-from emulator.machine.batch import AT_BARRIER, EXITED, INF
+from emulator.machine.states import AT_BARRIER, EXITED, INF
 from emulator.machine.observe import Observer
 from emulator.observers.checks.common import Findings, MASKED_CLASSES, lane_list, location, who
 
