@@ -18,7 +18,7 @@ from emulator.machine.batch import AT_BARRIER, EXITED, INF, RUNNING
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from emulator.frontend.sass.lower import SassProgram
 from emulator.ir.sass import Address, ConstWord, Pred, SignBit, Value
-from emulator.debug.expr import DebugError
+from emulator.observers.debugger.expr import DebugError
 
 SPACES = ("global", "shared", "local", "const", "param", "generic")
 #: bytes of code per instruction in the addresses the debugger shows (as compute-sanitizer's `kernel+0x…`)
