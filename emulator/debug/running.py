@@ -129,6 +129,9 @@ class RunCommands:
         elif stop.reason == "fault":
             self._report_fault(stop)
             full = True
+        elif stop.reason == "check":
+            self.say("\n" + stop.message)
+            full = True
         elif stop.reason == "focus-exited":
             full = True
         elif stop.reason == "history-start":

@@ -100,8 +100,19 @@ class DebugSession:
         options = self.options
         self.engine = Engine(self, kernel, args, grid, block, shared=options.shared,
                              max_steps=options.max_steps or DEFAULT_MAX_STEPS,
-                             max_dynamic_shared=options.max_dynamic_shared, history_limit=self.history_limit)
+                             max_dynamic_shared=options.max_dynamic_shared, history_limit=self.history_limit,
+                             checks=self.checks())
         self.states = ThreadStates(self.engine)
+
+    def checks(self):
+        """The checkers whose findings stop the launch (options.check: race, sync, init, mem), or None."""
+        wanted = getattr(self.options, "check", None)
+        if not wanted:
+            return None
+        import io
+
+        from emulator.observers.checks import CheckSession
+        return CheckSession(wanted, stream=io.StringIO())
 
     def _kill(self) -> None:
         if self.engine is not None:
@@ -215,6 +226,9 @@ class DebugSession:
             focus_pc, _ = self._thread_pc(self.focus_thread)
             if focus_pc >= 0:
                 function, pc = self.program.instrs[focus_pc].function, focus_pc
+        return LaneContext(self, lanes, function, pc)
+
+    def context_at(self, lanes: np.ndarray, function: str, pc: int) -> LaneContext:
         return LaneContext(self, lanes, function, pc)
 
     def value_of(self, text: str, lanes: np.ndarray) -> np.ndarray:

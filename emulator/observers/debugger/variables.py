@@ -35,7 +35,7 @@ class CType:
         return self.target
 
     def spelled(self, inner: str = "") -> str:
-        """The C declaration of this type around `inner` (a name, or '' for the type alone)."""
+        """The C++ declaration of this type around `inner` (a name, or '' for the type alone)."""
         prefix = f"{self.qualifiers} " if self.qualifiers else ""
         if self.kind == "pointer":
             star = f"*{inner}"
@@ -45,13 +45,10 @@ class CType:
             return target.spelled(star + (f" {self.qualifiers}" if self.qualifiers else ""))
         if self.kind == "array":
             return self.target.spelled(inner + "".join(f"[{dim}]" for dim in self.dims))
-        if self.kind in ("struct", "union", "enum"):
-            base = f"{prefix}{self.kind} {self.name}".rstrip()
-        else:
-            base = f"{prefix}{self.name or 'void'}"
+        base = f"{prefix}{self.name or ('void' if self.kind not in ('struct', 'union', 'enum') else self.kind)}"
         if not inner:
             return base
-        return f"{base} {inner}" if not inner.startswith(("[", ")")) else base + inner
+        return f"{base} {inner}" if not inner.startswith(")") else base + inner
 
     def is_scalar(self) -> bool:
         return self.kind in ("base", "pointer", "enum")
