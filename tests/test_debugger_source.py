@@ -88,7 +88,8 @@ def test_a_ptx_only_build_names_function_scope_shared_arrays(monkeypatch):
 
 
 def test_watch_on_a_c_element_reports_its_writer_and_value(monkeypatch):
-    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:28\nrun\ndelete 1\nwatch s[3]\ncontinue\n", monkeypatch)
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:28\nrun\ndelete 1\nwatch s[3]\ncontinue\n",
+                        monkeypatch)
     assert "Hardware watchpoint 2: s[3]" in out
     assert f"New value = {sum_of(3):g}" in out
     assert "Written by block (0,0,0) thread (3,0,0)" in out
