@@ -19,8 +19,8 @@ import pytest
 from emulator import cli
 from emulator.cli import build_parser
 from emulator.debug.commands import Session
-from emulator.debug.control import Engine, Plan
-from emulator.debug.expr import DebugError, evaluate, format_lanes, format_scalar, parse_expression
+from emulator.observers.debugger.control import Engine, Plan
+from emulator.observers.debugger.expr import DebugError, evaluate, format_lanes, format_scalar, parse_expression
 from emulator.cli.debug import command_debug
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import sys
 from emulator.base.errors import GpuemuError, UsageError
 from emulator.cli.common import add_launch_arguments
 from emulator.debug.commands import Session
-from emulator.debug.record import DEFAULT_HISTORY
+from emulator.observers.debugger.record import DEFAULT_HISTORY
 from emulator.debug.repl import converse
 
 

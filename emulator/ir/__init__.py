@@ -89,6 +89,13 @@ class LabelRef:
     pc: int
 
 
+@dataclass(frozen=True)
+class InlineFrame:
+    """One inlined call around an instruction: `function` (mangled) was inlined at `call` = (CUDA file, line)."""
+    function: str
+    call: Tuple[str, int]
+
+
 @dataclass
 class Instr:
     pc: int
@@ -104,10 +111,26 @@ class Instr:
     operands: Tuple[Any, ...]
     target: Optional[int] = None
     info: Dict[str, Any] = field(default_factory=dict)
+    inlined: Tuple[InlineFrame, ...] = ()  # from .loc's inlined_at, innermost call first
 
     @property
     def op_class(self) -> str:
         return self.decoded.family.op_class if self.decoded else "builtin"
+
+    @property
+    def user_source(self) -> Optional[Tuple[str, int]]:
+        """The (file, line) to name first: the outermost inlined call's line, else the .loc line."""
+        return self.inlined[-1].call if self.inlined else self.source
+
+    def source_frames(self) -> Tuple[Tuple[Optional[str], Optional[Tuple[str, int]]], ...]:
+        """(inlined function or None for the PTX function itself, (file, line)), innermost first."""
+        frames = []
+        where = self.source
+        for frame in self.inlined:
+            frames.append((frame.function, where))
+            where = frame.call
+        frames.append((None, where))
+        return tuple(frames)
 
 
 @dataclass

@@ -307,6 +307,8 @@ class KernelLowering:
             self._current_labels: Dict[str, int] = {}
             self._function_pending: List[Tuple[ir.Instr, S.Instruction]] = []
             self._loc: Optional[Tuple[str, int]] = None
+            self._inlined: Tuple[ir.InlineFrame, ...] = ()
+            self._loc_scopes: Dict[Tuple[int, int, int], Tuple[ir.InlineFrame, ...]] = {}
             self._lower_block(fn, fn.body, _Scope(function_scopes[fn.name]))
             if not self.instrs or self.instrs[-1].function != fn.name or \
                     self.instrs[-1].control not in (ir.EXIT, ir.RETURN, ir.BRANCH, ir.TRAP):
@@ -335,7 +337,7 @@ class KernelLowering:
         line = len(self.module.lines)
         control = ir.EXIT if fn is self.kernel else ir.RETURN
         return ir.Instr(len(self.instrs), fn.name, line, 1, "ret; (end of function)", self._loc, "ret", None,
-                        control, None, ())
+                        control, None, (), inlined=self._inlined)
 
     def _kernel_params(self):
         params = []
@@ -363,8 +365,7 @@ class KernelLowering:
             elif isinstance(statement, S.Block):
                 self._lower_block(fn, statement, _Scope(scope))
             elif isinstance(statement, S.SourceLoc):
-                files = dict(self.module.files)
-                self._loc = (files.get(statement.file, f"file{statement.file}"), statement.line)
+                self._loc, self._inlined = _source_location(self.module, statement, self._loc_scopes)
             elif isinstance(statement, S.Instruction):
                 self.instrs.append(self._lower_instruction(fn, statement, scope))
 
@@ -390,7 +391,7 @@ class KernelLowering:
         if syntax.opcode == "ret" and fn is self.kernel:
             control = ir.EXIT
         instr = ir.Instr(len(self.instrs), fn.name, line, syntax.pos.col, text, self._loc, opcode, decoded,
-                         control, guard, ())
+                         control, guard, (), inlined=self._inlined)
         if syntax.opcode == "bra":
             if len(syntax.operands) != 1 or not isinstance(syntax.operands[0], S.Sym):
                 raise self.error(syntax.pos, "bra needs one label operand")
@@ -495,3 +496,21 @@ def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, i
         raise PTXSemanticError(module.source_name, kernel.pos.line, kernel.pos.col,
                                f"kernel '{kernel_name}' has no body")
     return KernelLowering(module, kernel, module_symbols).lower()
+
+
+def _source_location(module: S.Module, loc: S.SourceLoc, scopes):
+    """(file, line) of a .loc and its chain of inlined calls, innermost first. A call site's own chain is that of
+    the latest .loc at the call's file, line and column (NVVM writes each enclosing call's .loc first)."""
+    files = dict(module.files)
+
+    def file_name(index: int) -> str:
+        return files.get(index, f"file{index}")
+
+    chain: Tuple[ir.InlineFrame, ...] = ()
+    if loc.inlined_at is not None:
+        call_file, call_line, _ = loc.inlined_at
+        name, _, offset = (loc.function or "?").partition("+")
+        name = dict(module.strings).get(name, name)[int(offset or 0):]
+        chain = (ir.InlineFrame(name, (file_name(call_file), call_line)),) + scopes.get(loc.inlined_at, ())
+    scopes[(loc.file, loc.line, loc.col)] = chain
+    return (file_name(loc.file), loc.line), chain

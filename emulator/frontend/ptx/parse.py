@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 from functools import lru_cache
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
@@ -200,13 +200,16 @@ class _ToSyntax(Transformer):
         return None
 
     def loc(self, items):
-        return S.SourceLoc(_int(items[0]), _int(items[1]), _int(items[2]))
+        attributes = dict(item for item in items[3:] if item is not None)
+        return S.SourceLoc(_int(items[0]), _int(items[1]), _int(items[2]), attributes.get("function"),
+                           attributes.get("inlined_at"))
 
     def loc_function(self, items):
-        return None
+        name = str(items[1])
+        return ("function", f"{name}+{_int(items[2])}" if len(items) > 2 else name)
 
     def loc_inlined_at(self, items):
-        return None
+        return ("inlined_at", (_int(items[1]), _int(items[2]), _int(items[3])))
 
     def reg_item(self, items):
         name = items[0]
@@ -390,7 +393,9 @@ class _ToSyntax(Transformer):
         return ("file", (_int(items[0]), str(items[1])[1:-1]))
 
     def section(self, items):
-        return None
+        if str(items[0]) != ".debug_str":
+            return None
+        return ("strings", _debug_strings(items[1:]))
 
     def pragma(self, items):
         return None
@@ -466,6 +471,7 @@ def parse(text: str, source: str = "<ptx>") -> S.Module:
     variables: List[S.VarDecl] = []
     functions: List[S.Function] = []
     files = []
+    strings = []
     for item in items:
         if item is None:
             continue
@@ -481,6 +487,8 @@ def parse(text: str, source: str = "<ptx>") -> S.Module:
             address_size = item[1]
         elif item[0] == "file":
             files.append(item[1])
+        elif item[0] == "strings":
+            strings.extend(item[1])
     if address_size != 64:
         line, col = next(((number, text_line.index(".address_size") + 1)
                           for number, text_line in enumerate(text.splitlines(), 1) if ".address_size" in text_line),
@@ -494,5 +502,22 @@ def parse(text: str, source: str = "<ptx>") -> S.Module:
                                      f"duplicate definition of function '{function.name}'")
             defined.add(function.name)
     return S.Module(source, version, target, address_size, tuple(variables), tuple(functions),
-                    tuple(files), tuple(text.splitlines()))
+                    tuple(files), tuple(text.splitlines()), tuple(strings))
+
+
+def _debug_strings(tokens) -> List[Tuple[str, str]]:
+    """(label, string) of each labelled NUL-terminated string of a .debug_str section's .b8 bytes."""
+    strings: List[Tuple[str, str]] = []
+    label, data = None, bytearray()
+    for token in tokens:
+        if token.type == "LABEL":
+            label, data = str(token)[:-1], bytearray()
+        elif token.type == "INT" and label is not None:
+            value = _int(token)
+            if value == 0:
+                strings.append((label, data.decode("utf-8", errors="replace")))
+                label = None
+            elif 0 < value < 256:
+                data.append(value)
+    return strings
 
