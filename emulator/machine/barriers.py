@@ -11,7 +11,6 @@ from emulator.machine.operands import reader, writer
 from emulator.machine.states import AT_BARRIER, EXITED, INF, NUM_BARRIERS, RUNNING
 
 
-
 class Barriers:
     """bar/barrier.{sync,arrive,red} for a batch: arrivals counted per CTA (per thread from sm_70, per warp
     before), releases, reductions; the counters live on the batch, which the debugger and checkers read."""

@@ -10,16 +10,15 @@ from typing import Callable
 
 import numpy as np
 
-from isa import memory as memory_semantics
-from isa import warp
-from isa.table import Decoded, semantics, vector_count
-from isa.types import TYPES
-
 from emulator import ir
 from emulator.machine.lanes import ALL, lanes_of
 from emulator.machine.operands import AddressPlan, access, guarded, reader, writer
 from emulator.machine.registry import BUILDERS, builds
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
+from isa import memory as memory_semantics
+from isa import warp
+from isa.table import Decoded, semantics, vector_count
+from isa.types import TYPES
 
 # ---- ALU --------------------------------------------------------------------------------------------
 

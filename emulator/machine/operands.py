@@ -6,13 +6,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from isa import memory as memory_semantics
-from isa.types import TYPES
-
 from emulator import ir
 from emulator.base.errors import DeviceError
 from emulator.machine.lanes import ALL, count_of, lanes_of, subselect, threads_of
 from emulator.memory import DeviceFault
+from isa import memory as memory_semantics
+from isa.types import TYPES
 
 
 def immediate(ref: ir.ImmRef, type_name: str):

@@ -11,13 +11,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from isa import warp
-
+from emulator.ir.sass import SASS_OP_CLASS, Address, ConstWord, Immediate, Pred, SignBit, Special, Value
+from emulator.machine.lanes import ALL, count_of, lanes_of, subselect, threads_of
 from emulator.machine.operands import access
 from emulator.machine.registry import builds
-from emulator.machine.lanes import ALL, count_of, lanes_of, subselect, threads_of
 from emulator.memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE
-from emulator.ir.sass import SASS_OP_CLASS, Address, ConstWord, Immediate, Pred, SignBit, Special, Value
+from isa import warp
 
 U32, U64 = np.uint32, np.uint64
 #: 32-bit pointers (Fermi code for a 32-bit host) address the 4 GiB of global memory starting here

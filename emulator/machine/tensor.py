@@ -11,17 +11,15 @@ from typing import List
 
 import numpy as np
 
+from emulator import ir
+from emulator.machine.lanes import lanes_of
+from emulator.machine.operands import AddressPlan, access, guarded, reader, writer
+from emulator.machine.registry import builds
+from emulator.memory import DeviceFault
 from isa import memory as memory_semantics
 from isa.tensor import (WMMA_SHAPES, element_bytes, element_values, fma_chain, fragment_layout, fragments_matrix,
                         matrix_fragments, mbarrier_pack, mbarrier_settle, mbarrier_unpack, tensor_core_sum, wmma_dims,
                         wmma_slots, wmma_words)
-
-from emulator.machine.registry import builds
-from emulator import ir
-from emulator.machine.lanes import lanes_of
-from emulator.machine.operands import AddressPlan, access, guarded, reader, writer
-from emulator.memory import DeviceFault
-
 
 # ---- cp.async ---------------------------------------------------------------------------------------
 

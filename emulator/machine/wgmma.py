@@ -12,14 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emulator.machine import executors
-from emulator.machine.registry import builds
 from emulator import ir
+from emulator.machine import executors
 from emulator.machine.lanes import lanes_of
 from emulator.machine.operands import access, reader, writer
+from emulator.machine.registry import builds
 from isa.tensor import (ELEMENT_BYTES, FORMS, INTEGER_N, TRANSPOSABLE, decode_elements, operand_addresses,
                         register_a_layout, register_elements, tensor_core_sum)
-
 
 
 @dataclass(frozen=True)

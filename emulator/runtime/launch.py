@@ -10,7 +10,7 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import DeviceError, LaunchError, UsageError
-from emulator.frontend.sass.lower import SassProgram
+from emulator.frontend.sass.program import SassProgram
 from emulator.ir.uniform import uniform_registers
 from emulator.machine.batch import Batch, BatchLayout
 from emulator.machine.config import LaunchConfig

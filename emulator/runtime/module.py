@@ -9,8 +9,6 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from isa.types import TYPES
-
 from emulator import ir
 from emulator.base.errors import PTXSemanticError, UsageError
 from emulator.frontend import cuda
@@ -18,7 +16,8 @@ from emulator.frontend.ptx import syntax as S
 from emulator.frontend.ptx.cache import parse_cached
 from emulator.frontend.ptx.lower import lower_kernel, variable_align, variable_size
 from emulator.frontend.sass import looks_like_sass
-from emulator.frontend.sass.lower import SassProgram, lower_function
+from emulator.frontend.sass.lower import lower_function
+from emulator.frontend.sass.program import SassProgram
 from emulator.frontend.sass.parse import parse_listing
 from emulator.machine.operands import immediate
 from emulator.machine.sass import BANK_BYTES
@@ -28,6 +27,7 @@ from emulator.runtime.launch import (CONST_BANK_LIMIT, DEFAULT_ARCH, DEFAULT_BAT
                                      DEFAULT_SPIN_LIMIT, GLOBAL_VARIABLE_LIMIT, Launch, LaunchStats)
 from emulator.runtime.names import arch_number, plain_name
 from emulator.runtime.sass import CONSTANT_BANKS
+from isa.types import TYPES
 
 _BANK_NAME = re.compile(r"^c\[?\s*(0x[0-9a-fA-F]+|\d+)\s*\]?(?:\[\s*(0x[0-9a-fA-F]+|\d+)\s*\])?$")
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
+from emulator import ir
+from emulator.base.errors import PTXSemanticError
+from emulator.frontend.ptx import syntax as S
 from isa.table import DecodeError, decode
 from isa.types import TYPES, storage_dtype
-
-from emulator import ir
-from emulator.frontend.ptx import syntax as S
-from emulator.base.errors import PTXSemanticError
-
 
 BUILTIN_FUNCTIONS = ("vprintf", "__assertfail", "malloc", "free")
 MAX_LOCAL_BYTES = 512 * 1024

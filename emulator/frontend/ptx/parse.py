@@ -8,11 +8,10 @@ from typing import Dict, List, Optional, Tuple
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
-from grammars import grammar_text
-
-from emulator.frontend.ptx import syntax as S
 from emulator.base.cache import Cache, digest
 from emulator.base.errors import PTXSyntaxError
+from emulator.frontend.ptx import syntax as S
+from grammars import grammar_text
 
 _TERMINAL_WORDS = {
     "OPCODE": "an instruction",

@@ -7,7 +7,6 @@ from typing import List, Optional
 
 from lark import Lark, Token, Transformer
 
-
 from emulator.base.errors import PTXSyntaxError
 from emulator.frontend.ptx.parse import build_parser, parse_items
 from emulator.frontend.ptx.syntax import Pos

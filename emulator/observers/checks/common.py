@@ -8,10 +8,9 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import GpuemuError
+from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from emulator.runtime.faults import ranges
 from emulator.runtime.names import plain_name
-from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-
 
 CHECKS = ("race", "sync", "init", "mem")
 DEFAULT_MAX_ERRORS = 100

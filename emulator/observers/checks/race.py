@@ -9,9 +9,8 @@ from emulator import ir
 from emulator.machine.lanes import lanes_of
 from emulator.machine.observe import Observer
 from emulator.observers.checks.common import (ACCESS_WORDS, CONSTANT_BANKS, GLOBAL, PREFIX, SHARED, Finding, Findings,
-                                              GlobalTable, _Shadow, _first_of_each, _last_of_each, is_fence,
-                                              is_strong, location, resolve, thread_array, who)
-
+                                              GlobalTable, _first_of_each, _last_of_each, _Shadow, is_fence, is_strong,
+                                              location, resolve, thread_array, who)
 
 
 class RaceChecker(Observer):

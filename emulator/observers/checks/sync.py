@@ -5,16 +5,16 @@ from typing import List
 
 import numpy as np
 
-from isa.warp import lane_mask
-
 from emulator import ir
 from emulator.base.errors import DeviceError
 from emulator.machine.lanes import lanes_of
-from emulator.machine.operands import reader
-from emulator.runtime.names import plain_name
-from emulator.machine.states import AT_BARRIER, EXITED, INF
 from emulator.machine.observe import Observer
-from emulator.observers.checks.common import Findings, MASKED_CLASSES, lane_list, location, who
+from emulator.machine.operands import reader
+from emulator.machine.states import AT_BARRIER, EXITED, INF
+from emulator.observers.checks.common import MASKED_CLASSES, Findings, lane_list, location, who
+from emulator.runtime.names import plain_name
+from isa.warp import lane_mask
+
 
 class SyncChecker(Observer):
     """synccheck: aligned barriers (bar.sync, __syncthreads) that only part of a warp or CTA reaches,

@@ -16,7 +16,7 @@ from emulator.runtime.names import plain_name
 from emulator.frontend.ptx.lower import SPECIAL_REGISTERS
 from emulator.machine.states import AT_BARRIER, EXITED, INF, RUNNING
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-from emulator.frontend.sass.lower import SassProgram
+from emulator.frontend.sass.program import SassProgram
 from emulator.ir.sass import Address, ConstWord, Pred, SignBit, Value
 from emulator.observers.debugger.expr import DebugError
 
