@@ -5,10 +5,12 @@ from typing import Optional
 
 import numpy as np
 
+from isa.warp import lane_mask
+
 from emulator import ir
 from emulator.machine.lanes import ALL, count_of, lanes_of, subselect
 from emulator.machine.operands import reader, writer
-from emulator.machine.states import AT_BARRIER, EXITED, INF, NUM_BARRIERS, RUNNING
+from emulator.machine.states import AT_BARRIER, EXITED, INF, NUM_BARRIERS, RUNNING, WARP_SYNC
 
 
 class Barriers:
@@ -24,7 +26,7 @@ class Barriers:
         batch = self.batch
         decoded = instr.decoded
         if decoded.has("barwarp"):
-            return lambda pc, sel: True
+            return self._bind_warp_sync(instr)
         mode = decoded.get("barmode", "sync")
         operands = instr.operands
         dest = None
@@ -94,6 +96,62 @@ class Barriers:
                 return True
             return None
         return execute
+
+    def _bind_warp_sync(self, instr: ir.Instr):
+        """bar.warp.sync membermask (__syncwarp): from sm_70 each lane waits until every non-exited lane of its
+        mask has executed one (lanes of a warp may arrive at different times, as under independent thread
+        scheduling); before sm_70 the warp runs in lockstep and it is a no-op."""
+        batch = self.batch
+        if batch.per_warp_barriers:
+            return lambda pc, sel: True
+        read_mask = reader(batch, instr.operands[0], "u32") if instr.operands else (lambda sel: np.uint32(0xFFFFFFFF))
+        guard = batch.guard_reader(instr)
+
+        def execute(pc, sel):
+            if guard is not None:
+                active = guard(sel)
+                if not np.all(active):
+                    batch.rpc[subselect(sel, ~active)] = pc + 1
+                    sel = subselect(sel, active)
+                    if len(sel) == 0:
+                        return None
+            lanes = lanes_of(sel, batch.n)
+            masks = np.broadcast_to(np.asarray(read_mask(sel)).astype(np.uint32), lanes.shape)
+            own = np.uint32(1) << (lanes & 31).astype(np.uint32)
+            warps = lanes >> 5
+            np.bitwise_or.at(batch.warp_sync_arrived, warps, own)
+            np.bitwise_or.at(batch.warp_sync_mask, warps, masks | own)
+            batch.status[sel] = AT_BARRIER
+            batch.bar_wait[sel] = WARP_SYNC
+            batch.resume_pc[sel] = pc + 1
+            batch.rpc[sel] = INF
+            released = self.complete_warp_syncs(np.unique(warps))
+            if released is not None and len(released) == count_of(sel, batch.n):
+                batch.rpc[released] = INF
+                return True
+            return None
+        return execute
+
+    def complete_warp_syncs(self, warps: np.ndarray):
+        """Release the lanes waiting at bar.warp.sync in those warps whose every named, non-exited lane has
+        arrived; return the released threads (None when none)."""
+        batch = self.batch
+        if len(warps) == 0:
+            return None
+        lanes = (warps[:, None] * 32 + np.arange(32)[None, :])
+        exited = lane_mask(batch.status[lanes] == EXITED)
+        wanted = batch.warp_sync_mask[warps]
+        done = warps[(wanted != 0) & ((wanted & ~(batch.warp_sync_arrived[warps] | exited)) == 0)]
+        if len(done) == 0:
+            return None
+        done_lanes = (done[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
+        waiting = done_lanes[(batch.status[done_lanes] == AT_BARRIER) & (batch.bar_wait[done_lanes] == WARP_SYNC)]
+        batch.warp_sync_arrived[done] = 0
+        batch.warp_sync_mask[done] = 0
+        batch.status[waiting] = RUNNING
+        batch.bar_wait[waiting] = -1
+        batch.rpc[waiting] = batch.resume_pc[waiting]
+        return waiting
 
     def _illegal(self, instr: ir.Instr, count: int, sel):
         batch = self.batch

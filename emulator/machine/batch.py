@@ -80,6 +80,8 @@ class Batch:
         self.live = np.full(n_ctas, self.tpc, dtype=np.int64)
         self.resume_pc = np.zeros(n, dtype=np.int32)
         self.bar_wait = np.full(n, -1, dtype=np.int8)
+        self.warp_sync_arrived = np.zeros(n // 32, dtype=np.uint32)
+        self.warp_sync_mask = np.zeros(n // 32, dtype=np.uint32)
         self.bar_arrived = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
         self.bar_expected = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
         self.bar_votes = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
@@ -99,7 +101,7 @@ class Batch:
         self.warp_instructions = 0
         self.thread_instructions = 0
         self._specials = {}
-        self._rotation_cursor = -1
+        self.rotation_cursor = -1
         self.policy = policy
         self.turn_limit = getattr(policy, "turn_limit", None)
         self.uniform = uniform
@@ -202,17 +204,17 @@ class Batch:
             return self.policy.select(self)
         rpc = self.rpc
         rotating = False
-        if self._rotate_pending:
-            self._rotate_pending = False
+        if self.rotate_pending:
+            self.rotate_pending = False
             runnable = rpc != INF
             if self.per_warp_barriers:
                 runnable &= self._at_lowest_pc_of_warp()
-            candidates = rpc[(rpc > self._rotation_cursor) & runnable]
+            candidates = rpc[(rpc > self.rotation_cursor) & runnable]
             if len(candidates) == 0:
                 candidates = rpc[runnable]
             if len(candidates):
                 pc = int(candidates.min())
-                self._rotation_cursor = pc
+                self.rotation_cursor = pc
                 rotating = True
             else:
                 return None
@@ -246,7 +248,7 @@ class Batch:
         lanes = (warps[:, None] * 32 + np.arange(32)).reshape(-1)
         return int(np.min(self.rpc[lanes], where=~mask[lanes], initial=INF))
 
-    _rotate_pending = False
+    rotate_pending = False
     _current_pc = 0
 
     def _warps_in(self, sel) -> int:
@@ -341,7 +343,7 @@ class Batch:
                         backward += 1
                         if backward >= SPIN_ROTATE:
                             self.rpc[sel] = new_pc
-                            self._rotate_pending = True
+                            self.rotate_pending = True
                             return
                 pc = new_pc
             elif control == ir.EXIT:
@@ -399,6 +401,7 @@ class Batch:
         gone = np.bincount(ctas, minlength=self.n_ctas)
         self.live -= gone
         self.barriers.complete(np.flatnonzero(gone))
+        self.barriers.complete_warp_syncs(np.unique(lanes_of(exiting, self.n) >> 5))
         if self.observer is not None:
             for bar, released in self.barriers.released_by_barrier:
                 self.observer.barrier(self, self.program.instrs[self._current_pc], _NONE, bar, released)

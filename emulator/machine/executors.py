@@ -488,11 +488,6 @@ def build_nop(batch, instr: ir.Instr) -> Callable:
     return lambda sel: None
 
 
-@builds("bar")
-def build_bar_warp(batch, instr: ir.Instr) -> Callable:
-    return lambda sel: None
-
-
 
 
 def build(batch, instr: ir.Instr) -> Callable:

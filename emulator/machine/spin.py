@@ -1,4 +1,6 @@
-"""Livelocks: a batch whose pcs, registers and memory stop changing, or whose loops only count, can never finish."""
+"""Livelocks: a batch whose whole state - pcs, registers, thread states, scheduler and memory - comes back
+exactly as it was can never finish. That is a proof for a deterministic schedule; a loop that still changes
+a register is never called a livelock (it may end: it runs until --max-steps instead)."""
 from __future__ import annotations
 
 import hashlib
@@ -6,10 +8,6 @@ import hashlib
 import numpy as np
 
 from emulator.machine.stops import Livelock
-
-#: spin checks in a row with every thread at the same pc and no memory byte changed that make a livelock
-#: even while registers change (a counter in a loop that never ends); kernels with local memory excepted
-QUIET_SPIN_CHECKS = 100
 
 
 class SpinWatch:
@@ -20,38 +18,34 @@ class SpinWatch:
         self.next_check = batch.spin_limit
         self.pcs = None
         self.digest = None
-        self.quiet_checks = 0
 
     def check(self, pc: int, sel) -> None:
-        """Every spin_limit backward branches: when no thread's pc, register or memory byte changed
-        since the last check, or when for QUIET_SPIN_CHECKS checks every thread stayed at its pc and no
-        memory byte changed, the batch can never finish: report a livelock."""
+        """Every spin_limit backward branches: when every thread's pc and every register, thread state,
+        scheduler choice and memory byte are what they were at the last check, report a livelock."""
         batch = self.batch
         self.next_check = batch.backward_branches + batch.spin_limit
         pcs = batch.rpc.copy()
         pcs[sel] = pc
         if self.pcs is not None and np.array_equal(pcs, self.pcs):
             digest = (self._memory_digest(), self._register_digest())
-            if self.digest is not None and digest[0] == self.digest[0]:
-                self.quiet_checks += 1
-                quiet = self.quiet_checks >= QUIET_SPIN_CHECKS and batch.program.local_bytes == 0
-                if digest[1] == self.digest[1] or quiet:
-                    batch.rpc[sel] = pc
-                    raise Livelock(digest[1] != self.digest[1], batch.backward_branches, batch.spin_limit,
-                                   batch.warp_snapshot())
-            else:
-                self.quiet_checks = 0
+            if digest == self.digest:
+                batch.rpc[sel] = pc
+                raise Livelock(batch.backward_branches, batch.spin_limit, batch.warp_snapshot())
             self.digest = digest
         else:
             self.digest = None
-            self.quiet_checks = 0
         self.pcs = pcs
 
     def _register_digest(self) -> bytes:
+        """A hash of every thread's registers and state and of the scheduler's own choices."""
         batch = self.batch
         digest = hashlib.blake2b(digest_size=32)
-        for array in (*batch.regs, batch.cc, batch.status, batch.bar_wait):
+        for array in (*batch.regs, batch.cc, batch.status, batch.bar_wait, batch.resume_pc, batch.bar_arrived):
             digest.update(np.ascontiguousarray(array).view(np.uint8).data)
+        if batch.depth is not None:
+            for array in (batch.depth, batch.stack_pc, batch.stack_site):
+                digest.update(np.ascontiguousarray(array).view(np.uint8).data)
+        digest.update(repr((batch.rotation_cursor, batch.rotate_pending)).encode())
         return digest.digest()
 
     def _memory_digest(self) -> bytes:

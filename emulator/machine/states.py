@@ -5,3 +5,5 @@ RUNNING, AT_BARRIER, EXITED = 0, 1, 2
 #: the pc of a thread that is not running (exited, or parked at a barrier)
 INF = np.iinfo(np.int32).max
 NUM_BARRIERS = 16
+#: bar_wait of a lane waiting at bar.warp.sync (CTA barriers are 0 .. NUM_BARRIERS - 1)
+WARP_SYNC = NUM_BARRIERS

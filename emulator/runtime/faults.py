@@ -51,11 +51,8 @@ def render(stop: MachineStop, program: ir.Program, arch: int) -> DeviceError:
                    f"of their block will not reach (sm_{arch}): " + describe_warps(stop.warps, program))
         return DeviceError("GPUEMU_DEADLOCK", summary, summary)
     if isinstance(stop, Livelock):
-        if stop.registers_change:
-            what = (f"over {stop.backward_branches:,} loop iterations every thread stayed in its loop and no memory "
-                    f"byte changed (--spin-limit {stop.spin_limit:,})")
-        else:
-            what = f"over {stop.spin_limit:,} loop iterations no pc, register or memory byte changed (--spin-limit)"
+        what = (f"over {stop.spin_limit:,} loop iterations no pc, register, thread state or memory byte changed "
+                f"(--spin-limit)")
         summary = f"GPUEMU_LIVELOCK: kernel {name} can never finish: {what}: " + describe_warps(stop.warps, program)
         return DeviceError("GPUEMU_LIVELOCK", summary, summary)
     if isinstance(stop, StepLimit):

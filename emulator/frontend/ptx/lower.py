@@ -384,8 +384,6 @@ class KernelLowering:
         line = syntax.pos.line
         text = self.module.lines[line - 1].strip() if 0 < line <= len(self.module.lines) else opcode
         control = _CONTROL.get(syntax.opcode, ir.STRAIGHT)
-        if syntax.opcode in ("bar", "barrier") and decoded.has("barwarp"):
-            control = ir.STRAIGHT
         if syntax.opcode == "ret" and fn is self.kernel:
             control = ir.EXIT
         instr = ir.Instr(len(self.instrs), fn.name, line, syntax.pos.col, text, self._loc, opcode, decoded,

@@ -32,6 +32,11 @@ def is_strong(instr: ir.Instr) -> bool:
     return instr.op_class in ("atom", "red") or parts[0] in STRONG_SASS or not STRONG_QUALIFIERS.isdisjoint(parts)
 
 
+def is_warp_sync(instr: ir.Instr) -> bool:
+    """bar.warp.sync (__syncwarp): a barrier the scheduler runs, for the lanes of one warp."""
+    return instr.op_class == "bar" and instr.decoded is not None and instr.decoded.has("barwarp")
+
+
 def is_fence(instr: ir.Instr) -> bool:
     return instr.opcode.split(".")[0] in ("membar", "fence")
 
