@@ -125,6 +125,9 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop after this many scheduler steps (default 20,000,000)")
     parser.add_argument("--backend", choices=("auto", "c", "numpy"), default="auto",
                         help="memory core: the C library or the pure-numpy fallback")
+    parser.add_argument("--no-contract", action="store_true",
+                        help="run the PTX literally: no mul+add fused into one rounding as ptxas does "
+                             "(docs/fidelity.md)")
 
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
@@ -185,6 +188,7 @@ def prepare_launch(options, stdout=None):
         text = handle.read()
     device = Device(backend=options.backend, stdout=stdout)
     module = Module(text, options.file, device)
+    module.contract = not getattr(options, "no_contract", False)
     kernel = module.kernel(options.kernel)
     for item in options.const:
         name, sep, spec = item.partition("=")

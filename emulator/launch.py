@@ -165,6 +165,9 @@ class Device:
 class Module:
     """A PTX module loaded into a device: globals allocated, constants initialised, kernels on demand."""
 
+    #: make ptxas's FMA contractions when lowering (emulator.contract); False runs the PTX literally
+    contract = True
+
     def __new__(cls, text: str = "", source_name: str = "<ptx>", device: Optional[Device] = None):
         """Module(text) of a SASS listing (a .sass file, cuobjdump -sass output) is a SassModule."""
         from .sass import looks_like_sass
@@ -301,7 +304,7 @@ class Module:
     def program(self, name: str) -> ir.Program:
         if name not in self._programs:
             try:
-                self._programs[name] = lower_kernel(self.syntax, name, self.symbols)
+                self._programs[name] = lower_kernel(self.syntax, name, self.symbols, contract=self.contract)
             except RecursionError:
                 raise PTXSemanticError(self.source_name, 1, 1, f"kernel '{name}' nests blocks too deeply") from None
         return self._programs[name]
@@ -816,8 +819,15 @@ def looks_like_path(text: str) -> bool:
     return text.strip().lower().endswith(SOURCE_SUFFIXES) or "/" in text or os.sep in text
 
 
-def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None) -> Module:
-    """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text."""
+def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None, contract: bool = True) -> Module:
+    """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text.
+    contract=False runs the PTX literally, without the FMA contractions ptxas makes (docs/fidelity.md)."""
+    module = _load(source, device)
+    module.contract = bool(contract)
+    return module
+
+
+def _load(source, device: Optional[Device]) -> Module:
     if isinstance(source, (bytes, bytearray)):
         try:
             source = bytes(source).decode("utf-8")

@@ -9,6 +9,7 @@ from isa.types import TYPES, storage_dtype
 
 from . import ir
 from . import syntax as S
+from .contract import contract as contract_products
 from .errors import PTXSemanticError
 
 #: per-thread call parameters live in the thread's local window; their .param-space addresses are
@@ -490,11 +491,14 @@ class KernelLowering:
         return ir.RegRef(reg)
 
 
-def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, ir.SymbolInfo]) -> ir.Program:
+def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, ir.SymbolInfo],
+                 contract: bool = True) -> ir.Program:
+    """The kernel's program; contract: make the FMA contractions ptxas makes (emulator.contract)."""
     kernel = next((fn for fn in module.functions if fn.name == kernel_name and fn.kind == "entry"), None)
     if kernel is None:
         raise KeyError(kernel_name)
     if kernel.body is None:
         raise PTXSemanticError(module.source_name, kernel.pos.line, kernel.pos.col,
                                f"kernel '{kernel_name}' has no body")
-    return KernelLowering(module, kernel, module_symbols).lower()
+    program = KernelLowering(module, kernel, module_symbols).lower()
+    return contract_products(program, module.target) if contract else program
