@@ -3,8 +3,9 @@
 PTX lets the code generator fuse a `mul` with an `add`/`sub` that carry no rounding modifier, and ptxas
 does (sm_90, the driver's default -O3). The rule below is what tools/contraction_study.py found in the
 SASS ptxas 13.0 emits (docs/fidelity.md states it with the evidence); a fused add becomes one
-`fma.rn` that reads the mul's operands, with one rounding, and the mul stays in place for its other
-readers (after the pass it may be dead).
+`fma.rn` that reads the mul's operands, with one rounding. A product that is fused is fused into all its
+readers; the mul still writes it (debuggers and traces see it) unless it overwrites one of its own operands,
+which the fused readers need: then it does nothing.
 
 A mul `d = a * b` is a *product* when it has no rounding modifier and no .sat, no guard, and neither
 operand is the immediate ±1.0 (ptxas folds those away first). An add/sub *can take* it when it has the
@@ -57,9 +58,15 @@ def contract(program: ir.Program, target: Sequence[str] = ()) -> ir.Program:
     if not fusions:
         return program
     instrs = list(program.instrs)
+    readers: Dict[int, List[int]] = {}
     for fusion in fusions:
         instrs[fusion.add_pc] = fused_instruction(program.instrs[fusion.mul_pc], program.instrs[fusion.add_pc],
                                                   fusion)
+        readers.setdefault(fusion.mul_pc, []).append(fusion.add_pc)
+    for mul_pc, add_pcs in readers.items():
+        mul = program.instrs[mul_pc]
+        if _written(mul)[0] in _read(mul):
+            instrs[mul_pc] = absorbed_instruction(mul, add_pcs)
     return dataclasses.replace(program, instrs=instrs)
 
 
@@ -81,6 +88,15 @@ def fused_instruction(mul: ir.Instr, add: ir.Instr, fusion: Fusion) -> ir.Instr:
                           "negate_addend": fusion.negate_addend}
     return dataclasses.replace(add, opcode="fma." + ".".join(modifiers), decoded=decoded, operands=operands,
                                info=info)
+
+
+def absorbed_instruction(mul: ir.Instr, add_pcs: List[int]) -> ir.Instr:
+    """A mul that overwrites one of its own operands, once every reader of its product is fused: it does nothing
+    (SASS has no FMUL for it either), so the operand keeps the value the fused readers need."""
+    family = dataclasses.replace(mul.decoded.family, op_class="nop")
+    info = dict(mul.info)
+    info["absorbed_into"] = list(add_pcs)
+    return dataclasses.replace(mul, decoded=dataclasses.replace(mul.decoded, family=family), info=info)
 
 
 def _signed_fma_builder(decoded: Decoded, *, negate_product: bool, negate_addend: bool):
@@ -343,8 +359,6 @@ class _FunctionAnalysis:
                 if live and _is_float_mul(instr):
                     uses.setdefault(pc, [])
                     operands_changed.pop(pc, None)
-                    if instr.operands[0].reg.index in self.reads[pc]:
-                        operands_changed[pc] = pc
                     carriers[instr.operands[0].reg.index] = (pc, False)
             for reg, (mul_pc, _) in carriers.items():
                 if reg in self.live_out[index]:
