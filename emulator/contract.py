@@ -10,7 +10,8 @@ which the fused readers need: then it does nothing.
 A mul `d = a * b` is a *product* when it has no rounding modifier and no .sat, no guard, and neither
 operand is the immediate ±1.0 (ptxas folds those away first). An add/sub *can take* it when it has the
 product's type, no rounding modifier and the mul's .ftz (its own .sat and guard are kept), reads the
-product in exactly one operand — directly or through mov and neg (not neg.bf16x2) — and sits in the
+product in exactly one operand — directly or through mov and neg (not neg.bf16x2; neg.ftz only for f32
+after a mul.ftz) — and sits in the
 mul's region: a basic block that also ends at calls, guarded exit/ret/trap and membar/fence (branches
 to the next instruction and labels nothing branches to do not end it). A product is fused only if
 every live reader of it is an add that can take it (instructions whose results are never used do not
@@ -36,6 +37,8 @@ FLOAT_TYPES = frozenset({"f32", "f64", "f16", "f16x2", "bf16", "bf16x2"})
 PURE_CLASSES = frozenset({"alu", "mov", "cvta"})
 #: negation that ptxas folds into the FMA's operand; it keeps neg.bf16x2 as its own instruction
 FOLDED_NEG_TYPES = FLOAT_TYPES - {"bf16x2"}
+#: neg.ftz is folded too, but only for f32 and between a mul.ftz and an add.ftz
+FLUSHED_NEG_TYPES = frozenset({"f32"})
 BLOCK_ENDING_OPCODES = frozenset({"membar", "fence"})
 
 
@@ -212,17 +215,17 @@ def _is_sum(instr: ir.Instr) -> bool:
         and not decoded.has("rnd") and len(instr.operands) == 3 and isinstance(instr.operands[0], ir.RegRef)
 
 
-def _copy_sign(instr: ir.Instr) -> Optional[bool]:
-    """For an unguarded register copy (mov) or negation (neg) of a float value: whether it negates; else None."""
+def _copy_sign(instr: ir.Instr) -> Optional[Tuple[bool, bool]]:
+    """For an unguarded register copy (mov) or negation (neg) of a float value: (negates, flushes); else None."""
     decoded = instr.decoded
     if decoded is None or instr.guard is not None or len(instr.operands) != 2:
         return None
     if not all(isinstance(ref, ir.RegRef) for ref in instr.operands):
         return None
     if decoded.family.mnemonic == "mov":
-        return False
-    if decoded.family.mnemonic == "neg" and decoded.type in FOLDED_NEG_TYPES and not decoded.has("ftz"):
-        return True
+        return False, False
+    if decoded.family.mnemonic == "neg" and decoded.type in FOLDED_NEG_TYPES:
+        return True, decoded.has("ftz")
     return None
 
 
@@ -331,6 +334,11 @@ class _FunctionAnalysis:
                 instr = self.instrs[pc]
                 live = pc in self.live
                 copy = _copy_sign(instr) if live else None
+                if copy is not None and copy[1]:
+                    source = carriers.get(instr.operands[1].reg.index)
+                    mul = self.instrs[source[0]] if source is not None else None
+                    if mul is None or mul.decoded.type not in FLUSHED_NEG_TYPES or not mul.decoded.has("ftz"):
+                        copy = None
                 if live and copy is None:
                     sources = instr.operands[1:] if _has_destination(instr) else instr.operands
                     for position, ref in enumerate(sources, 1):
@@ -345,7 +353,7 @@ class _FunctionAnalysis:
                 copied = None
                 if copy is not None and instr.operands[1].reg.index in carriers:
                     mul_pc, negated = carriers[instr.operands[1].reg.index]
-                    copied = (mul_pc, negated ^ copy)
+                    copied = (mul_pc, negated ^ copy[0])
                 for reg in self.writes[pc]:
                     if reg in carriers:
                         if instr.guard is not None:

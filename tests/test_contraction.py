@@ -24,6 +24,8 @@ KNOWN_DEVIATIONS = {
     # packed halves: an add before the product's other (already fused) reader still takes the product
     "shape_f16x2_two_products_later_add_first": "packed",
     "shape_bf16x2_two_products_later_add_first": "packed",
+    # a mul operand overwritten before the add: ptxas fuses (it works on values), gpuemu cannot read the old one
+    **{f"shape_{t}_operand_redefined_between": "overwritten" for t in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2")},
 }
 
 
@@ -124,8 +126,9 @@ def test_numeric_study_found_sass_equal_to_the_contracted_ptx_everywhere_but_the
 
 
 def numeric_sample():
-    """Every 12th generated case whose fused and literal results differ, with its SASS listing."""
-    cases = [case for group in ("modifiers", "structure") for case in records(group) if "listing" in case]
+    """Every 12th generated case (not a known deviation) whose SASS and literal results differ, with its listing."""
+    cases = [case for group in ("modifiers", "structure") for case in records(group)
+             if "listing" in case and case["name"] not in KNOWN_DEVIATIONS]
     return cases[::12]
 
 

@@ -300,7 +300,8 @@ class Case:
             lines += self.functions.replace(".T", "." + t).strip().splitlines() + [""]
         lines += [f".visible .entry {self.kernel}(.param .u64 pin, .param .u64 pout, .param .u32 pflag)", "{",
                   f"\t.reg .{register} %x<{self.inputs}>;", f"\t.reg .{register} %y<{self.outputs}>;",
-                  f"\t.reg .{register} %t<16>;", "\t.reg .pred %p<4>;", "\t.reg .b32 %c<4>;", "\t.reg .b64 %rd<4>;",
+                  f"\t.reg .{register} %t<16>;", "\t.reg .pred %p<4>;", "\t.reg .b32 %c<4>;", "\t.reg .b16 %h<2>;",
+                  "\t.reg .b64 %rd<4>;",
                   "\tld.param.u64 %rd1, [pin];", "\tld.param.u64 %rd2, [pout];", "\tld.param.u32 %c0, [pflag];",
                   "\tmov.u32 %c3, %tid.x;", f"\tmul.wide.u32 %rd3, %c3, {self.inputs * size};",
                   "\tadd.s64 %rd1, %rd1, %rd3;", f"\tmul.wide.u32 %rd3, %c3, {self.outputs * size};",
@@ -310,6 +311,8 @@ class Case:
         for line in self.body:
             for key, value in sorted(IMMEDIATES.get(t, {}).items(), key=lambda item: -len(item[0])):
                 line = line.replace(key, value)
+            bits_register = "%rd3" if size == 8 else "%c2" if size == 4 else "%h0"
+            line = line.replace("mov.bB", f"mov.b{size * 8}").replace("%cB", bits_register)
             line = line.replace("mov.T", move).replace("selp.T", f"selp.b{size * 8}").replace(".T", "." + t)
             lines.append(line if line.endswith(":") or line in ("{", "}") else f"\t{line}")
         lines += [f"\tst.global.{register} [%rd2+{j * size}], %y{j};" for j in range(self.outputs)]
@@ -399,9 +402,12 @@ SHAPES: Dict[str, Tuple[Tuple[str, ...], int]] = {
                             "add.T %y1, %t0, %x3;"), 2),
     "neg_two_adds": (("mul.T %t0, %x0, %x1;", "neg.T %t1, %t0;", "add.T %y0, %t1, %x2;", "sub.T %y1, %x3, %t1;"),
                      2),
+    "neg_ftz_all_ftz": (("mul.ftz.T %t0, %x0, %x1;", "neg.ftz.T %t1, %t0;", "add.ftz.T %y0, %t1, %x2;"), 1),
+    "neg_ftz_between_plain": (("mul.T %t0, %x0, %x1;", "neg.ftz.T %t1, %t0;", "add.T %y0, %t1, %x2;"), 1),
     "mov_then_add": (("mul.T %t0, %x0, %x1;", "mov.T %t1, %t0;", "add.T %y0, %t1, %x2;"), 1),
     "mov_then_neg_then_add": (("mul.T %t0, %x0, %x1;", "mov.T %t1, %t0;", "neg.T %t2, %t1;",
                                "add.T %y0, %t2, %x2;"), 1),
+    "bits_round_trip": (("mul.T %t0, %x0, %x1;", "mov.bB %cB, %t0;", "mov.bB %t1, %cB;", "add.T %y0, %t1, %x2;"), 1),
     "abs_then_add": (("mul.T %t0, %x0, %x1;", "abs.T %t1, %t0;", "add.T %y0, %t1, %x2;"), 1),
     "mul_immediate_two": (("mul.T %t0, %x0, IMM2;", "add.T %y0, %t0, %x2;"), 1),
     "mul_immediate_minus_two": (("mul.T %t0, %x0, IMMM2;", "add.T %y0, %t0, %x2;"), 1),
@@ -470,6 +476,9 @@ SHAPES: Dict[str, Tuple[Tuple[str, ...], int]] = {
                                  "@%p1 bra LOOP;", "add.T %y0, %y0, %t0;"), 1),
     "redefined_product_register": (("mul.T %t0, %x0, %x1;", "add.T %y0, %t0, %x2;", "mov.T %t0, %x3;",
                                     "add.T %y1, %t0, %x2;"), 2),
+    "operand_redefined_between": (("mul.T %t0, %x0, %x1;", "mov.T %x0, %x3;", "add.T %y0, %t0, %x2;",
+                                   "add.T %y1, %x0, %x2;"), 2),
+    "mul_overwrites_its_operand": (("mul.T %x0, %x0, %x1;", "add.T %y0, %x0, %x2;"), 1),
     "redefined_by_guarded_move": (("mul.T %t0, %x0, %x1;", "@%p0 mov.T %t0, %x3;", "add.T %y0, %t0, %x2;"), 1),
     "mad_present": (("mul.T %t0, %x0, %x1;", "fma.rn.T %t1, %x2, %x3, %t0;", "add.T %y0, %t1, %t0;"), 1),
     "fma_then_add": (("fma.rn.T %t0, %x0, %x1, %x2;", "add.T %y0, %t0, %x3;"), 1),
