@@ -19,7 +19,7 @@ from . import syntax as S
 from . import accel
 from . import tensor_ops, wgmma  # noqa: F401  (register the cp.async, ldmatrix, mma and wgmma executors)
 from .errors import DeviceError, LaunchError, PTXSemanticError, UsageError
-from .lower import lower_kernel, variable_align, variable_size
+from .lower import SHARED_RESERVED_BYTES, lower_kernel, variable_align, variable_size
 from .machine import Batch, BatchLayout
 from .memory import DeviceFault, Memory
 from .syntax_cache import parse_cached
@@ -373,7 +373,8 @@ class Launch:
         self.fault_sink = False
         self.const_base = kernel.module.const_base
         self.const_size = kernel.module.const_size
-        self.shared_bytes = self.program.static_shared + self.dynamic_shared
+        #: the CTA's shared window: the driver's reserved kilobyte, then the static and dynamic bytes
+        self.shared_bytes = SHARED_RESERVED_BYTES + self.program.static_shared + self.dynamic_shared
         self.device.launches += 1
         self.grid_id = self.device.launches
         self._layouts: Dict[int, BatchLayout] = {}
@@ -426,11 +427,12 @@ class Launch:
                 raise LaunchError("CUDA_ERROR_INVALID_VALUE",
                                   f"max dynamic shared size {optin} exceeds the sm_90 limit of {SHARED_OPTIN_LIMIT} bytes")
             limit = max(limit, self.program.static_shared + optin)
-        if self.shared_bytes > limit:
+        user_bytes = self.program.static_shared + self.dynamic_shared
+        if user_bytes > limit:
             advice = " without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize)" \
-                if self.shared_bytes <= SHARED_OPTIN_LIMIT else f"; the sm_90 maximum is {SHARED_OPTIN_LIMIT}"
+                if user_bytes <= SHARED_OPTIN_LIMIT else f"; the sm_90 maximum is {SHARED_OPTIN_LIMIT}"
             raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                              f"{name} needs {self.shared_bytes} bytes of shared memory "
+                              f"{name} needs {user_bytes} bytes of shared memory "
                               f"({self.program.static_shared} static + {self.dynamic_shared} dynamic), more than "
                               f"{limit}{advice}")
         if self.program.param_bytes > PARAM_LIMIT:

@@ -13,7 +13,14 @@ import numpy as np
 from . import executors, ir
 from .errors import DeviceError, PTXSemanticError
 from .executors import ALL, count_of, lanes_of, reader, subselect, writer
-from .lower import FUNC_PARAM_BASE
+from .lower import FUNC_PARAM_BASE, SHARED_RESERVED_BYTES
+
+#: the reserved shared region on sm_90: ptxas compiles begin, cap and offset_0 to these constants; end and
+#: offset_1 come from the driver's constant bank (c[0x0][0x68], c[0x0][0x6c]) and are not yet read on an H100
+#: (tools/probes_names): these are the RTX 3060's layout moved to the region's sm_90 start
+RESERVED_SHARED_REGISTERS = {"reserved_smem_offset_begin": 0, "reserved_smem_offset_cap": SHARED_RESERVED_BYTES,
+                             "reserved_smem_offset_0": 0, "reserved_smem_offset_1": 0,
+                             "reserved_smem_offset_end": 288}
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, DeviceFault
 from .printf import format_printf
 
@@ -169,7 +176,10 @@ class Batch:
         if base == "dynamic_smem_size":
             return np.uint32(launch.dynamic_shared)
         if base in ("total_smem_size", "aggr_smem_size"):
-            return np.uint32((launch.shared_bytes + 127) // 128 * 128)
+            user = (launch.program.static_shared + launch.dynamic_shared + 127) // 128 * 128
+            return np.uint32(user + (SHARED_RESERVED_BYTES if base == "aggr_smem_size" else 0))
+        if base in RESERVED_SHARED_REGISTERS:
+            return np.uint32(RESERVED_SHARED_REGISTERS[base])
         if base in ("cluster_nctaid",):
             return np.uint32(1)
         if base in ("cluster_nctarank",):
