@@ -464,3 +464,22 @@ def test_reference_rounding_agrees_with_numpy_on_plain_sums():
     assert round_nearest_even(Fraction(3, 2 ** 150), "f32") == 2.0 ** -148
     assert round_nearest_even(Fraction(5, 2 ** 150), "f32") == 2.0 ** -148
     assert round_nearest_even(Fraction(2) ** 128, "f32") == float("inf")
+
+
+PROBES = ROOT / "tools" / "probes_names"
+
+
+@pytest.mark.parametrize("build, fused", [("contraction.ptx", True), ("contraction_debug.ptx", False)])
+def test_nvcc_inline_mul_feeding_an_add_and_a_sub(build, fused):
+    """contraction.cu as nvcc -O3 and -G write it: the product read by both an add and a sub is fused into both
+    (FFMA R, R, R and FFMA -R, R, R in ptxas's SASS) unless the PTX is a debug target."""
+    rng = np.random.default_rng(2024)
+    a, b, c = (rng.standard_normal(1024).astype(np.float32) for _ in range(3))
+    out = np.zeros(2048, np.float32)
+    load(PROBES / build).kernel().launch(4, 256, [out, a, b, c, np.int32(1024)])
+    if fused:
+        want_sum = fused_reference(a, b, c, "f32").astype(np.float32)
+        want_difference = fused_reference(a, b, c, "f32", negate_product=True).astype(np.float32)
+    else:
+        want_sum, want_difference = a * b + c, c - a * b
+    assert out[0::2].tobytes() == want_sum.tobytes() and out[1::2].tobytes() == want_difference.tobytes()

@@ -8,7 +8,9 @@ The probes: names.ptx (nvcc -ptx -arch=sm_90 -O3 names.cu): every special regist
 issue's 1-byte static + extern layout with the size registers, and cooperative groups' 64-thread tiles, which
 keep their scratch at %reserved_smem_offset_1; layout/NAME.ptx (written by --write-layout from the
 configurations in tests/test_shared_layout.py): the shared address of every variable, by `mov.u32 %r, var`
-and by cvta.to.shared of its generic address. --compare lists each value as agreeing or not; values that change
+and by cvta.to.shared of its generic address; contraction.ptx and contraction_debug.ptx (nvcc -O3 and -G of
+contraction.cu): whether the driver's JIT fuses an inline-PTX mul into the add and sub that read it, as ptxas
+-O3 does, and leaves the `.target sm_90, debug` PTX unfused. --compare lists each value as agreeing or not; values that change
 from run to run (clocks, timers, SM and warp slots, grid ids) are compared only for their kind.
 """
 from __future__ import annotations
@@ -39,6 +41,9 @@ SPECIAL_REGISTER_SLOTS = (
 #: values that differ between runs: compared as "some value was read", not bit for bit
 VARYING = {"%warpid", "%smid", "%gridid", "%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo",
            "%globaltimer_hi"}
+CONTRACTION_PTX = HERE / "contraction.ptx"
+CONTRACTION_DEBUG_PTX = HERE / "contraction_debug.ptx"
+CONTRACTION_N = 1024
 GRID, BLOCK = 2, 64
 SHARED_SIZES_BLOCK, SHARED_SIZES_DYNAMIC = 128, 100
 CG_BLOCK = 256
@@ -103,6 +108,12 @@ def run(backend: str) -> dict:
     results["shared_sizes"]["dynamic bytes read back"] = [int(v) for v in out[16:16 + SHARED_SIZES_DYNAMIC]]
     results["cg_tiles"] = [int(v) for v in launch(NAMES_PTX, "_Z8cg_tilesPj", 1, CG_BLOCK,
                                                   [np.zeros(CG_BLOCK, np.uint32)])[0]]
+    rng = np.random.default_rng(2024)
+    a, b, c = (rng.standard_normal(CONTRACTION_N).astype(np.float32) for _ in range(3))
+    for label, path in (("contraction_O3", CONTRACTION_PTX), ("contraction_debug", CONTRACTION_DEBUG_PTX)):
+        out = launch(path, "_Z12mul_then_addPfPKfS1_S1_i", CONTRACTION_N // 256, 256,
+                     [np.zeros(2 * CONTRACTION_N, np.float32), a, b, c, np.int32(CONTRACTION_N)])[0]
+        results[label] = [int(v) for v in out.view(np.uint32)]
     layout = layout_configs()
     results["layout"] = {}
     for name in sorted(layout.CONFIGS):
@@ -127,6 +138,8 @@ def compare(first: dict, second: dict) -> int:
     for label in first["shared_sizes"]:
         report(f"shared_sizes {label}", first["shared_sizes"][label], second["shared_sizes"].get(label))
     report("cg_tiles", first["cg_tiles"], second["cg_tiles"])
+    report("contraction_O3 (fused)", first["contraction_O3"], second["contraction_O3"])
+    report("contraction_debug (not fused)", first["contraction_debug"], second["contraction_debug"])
     for name, values in first["layout"].items():
         report(f"layout {name}", values, second["layout"].get(name))
     print(f"{differ} value(s) differ")
