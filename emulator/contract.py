@@ -11,14 +11,15 @@ A mul `d = a * b` is a *product* when it has no rounding modifier and no .sat, n
 operand is the immediate ±1.0 (ptxas folds those away first). An add/sub *can take* it when it has the
 product's type, no rounding modifier and the mul's .ftz (its own .sat and guard are kept), reads the
 product in exactly one operand — directly or through mov and neg (not neg.bf16x2; neg.ftz only for f32
-after a mul.ftz) — and sits in the
-mul's region: a basic block that also ends at calls, guarded exit/ret/trap and membar/fence (branches
-to the next instruction and labels nothing branches to do not end it). A product is fused only if
-every live reader of it is an add that can take it (instructions whose results are never used do not
-count) and it is not live after its region. Adds are visited in program order: first each takes a
-product that has no other reader (its first operand's before its second's), then each still unfused
-add takes a product all of whose readers are unfused adds, and that product is fused into all of them.
-PTX with `.target ..., debug` (nvcc -G) compiles at -O0 and is left alone.
+after a mul.ftz) — and sits in the mul's region: a basic block that also ends at calls, guarded
+exit/ret/trap and membar/fence (branches to the next instruction and labels nothing branches to do not
+end it). A product is fused only if every live reader of it is an add that can take it (instructions
+whose results are never used do not count) and it is not live after its region. Adds are visited in
+program order: first each takes a product that has no other reader (its first operand's before its
+second's), then each still unfused add takes a product all of whose readers are unfused adds, and that
+product is fused into all of them. PTX with `.target ..., debug` (nvcc -G) compiles at -O0 and is left
+alone. Unlike ptxas, a product whose mul operands are overwritten before a reader is not fused (the fused
+add could not read the old values).
 """
 from __future__ import annotations
 
