@@ -71,7 +71,7 @@ def test_shared_array_element_by_c_name_and_ptx_name_after_the_barrier(monkeypat
     assert status == 0, out
     assert float(printed(out, 1)) == float(printed(out, 2)) == sum_of(3)
     assert float(printed(out, 3)) == INPUT[2 * 8 + 5]
-    assert printed(out, 4) == "(@shared float *) 0xc"
+    assert printed(out, 4) == "(@shared float *) 0x40c"  # shared variables start after sm_90's reserved kilobyte
     assert "\nk = <optimized out>\n" in out          # k's location list starts after the loop's first pc
     assert "\ntotal = 0\n" in out
 
@@ -84,7 +84,7 @@ def test_a_ptx_only_build_names_function_scope_shared_arrays(monkeypatch):
                                          "--batch"])
     out = io.StringIO()
     command_debug(options, stdin=io.StringIO("start\nprint _ZZ3dotPfS_S_iE5cache\n"), stdout=out, stderr=out)
-    assert "$1 = 0\n" in out.getvalue(), out.getvalue()   # the first shared variable, at offset 0
+    assert "$1 = 1024\n" in out.getvalue(), out.getvalue()   # the first shared variable, after the reserved 1 KB
 
 
 def test_watch_on_a_c_element_reports_its_writer_and_value(monkeypatch):

@@ -6,8 +6,6 @@ import sys
 
 from cffi import FFI
 
-from emulator.base import cbuild
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE_NAME = "emulator.accel._gpuemu_arith"
 DECLARATIONS = """
@@ -32,6 +30,7 @@ ffibuilder = make_builder(os.path.join("emulator", "accel"))
 
 def build_in_place() -> str:
     """Compiles the extension in a scratch directory and puts the module next to this file."""
+    from emulator.base import cbuild  # setup.py runs this file on its own, where the package is not importable
     return cbuild.build_in_place(make_builder, HERE, "_gpuemu_arith")
 
 

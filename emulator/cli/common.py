@@ -124,6 +124,9 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where to look for the CUDA sources the PTX's .file names (default: only beside the PTX)")
     parser.add_argument("--backend", choices=("auto", "c", "numpy"), default="auto",
                         help="memory core: the C library or the pure-numpy fallback")
+    parser.add_argument("--no-contract", action="store_true",
+                        help="run the PTX literally: no mul+add fused into one rounding as ptxas does "
+                             "(docs/fidelity.md)")
 
 
 class ProgressLine:
@@ -162,6 +165,7 @@ def prepare_launch(options, stdout=None):
         with open(options.file, encoding="utf-8", errors="replace") as handle:
             text, name = handle.read(), options.file
     module = Module(text, name, device)
+    module.contract = not getattr(options, "no_contract", False)
     kernel = module.kernel(options.kernel)
     for item in options.const:
         name, sep, spec = item.partition("=")

@@ -12,6 +12,10 @@ from isa.table import Decoded
 #: offset by this much so that `ld.param [%rd]` can tell them from kernel parameters.
 FUNC_PARAM_BASE = 1 << 24
 
+#: sm_90 keeps the first kilobyte of a CTA's shared memory for the driver (%reserved_smem_offset_cap): ptxas
+#: places the kernel's variables from this address on, and the shared window includes it
+SHARED_RESERVED_BYTES = 0x400
+
 # control classes: how the scheduler treats an instruction
 STRAIGHT, BRANCH, EXIT, BARRIER, CALL, RETURN, TRAP = range(7)
 

@@ -3,6 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from emulator import ir
+
+#: the reserved shared region on sm_90: ptxas compiles begin, cap and offset_0 to these constants; end and
+#: offset_1 come from the driver's constant bank (c[0x0][0x68], c[0x0][0x6c]) and are not yet read on an H100
+#: (tools/probes_names): these are the RTX 3060's layout moved to the region's sm_90 start
+RESERVED_SHARED_REGISTERS = {"reserved_smem_offset_begin": 0, "reserved_smem_offset_cap": ir.SHARED_RESERVED_BYTES,
+                             "reserved_smem_offset_0": 0, "reserved_smem_offset_1": 0,
+                             "reserved_smem_offset_end": 288}
+
 
 def special_value(batch, name: str):
     """A special register's value for every thread of a batch: an array, a scalar, or a function of the lane
@@ -50,7 +59,10 @@ def special_value(batch, name: str):
     if base == "dynamic_smem_size":
         return np.uint32(config.dynamic_shared)
     if base in ("total_smem_size", "aggr_smem_size"):
-        return np.uint32((config.shared_bytes + 127) // 128 * 128)
+        user = (config.shared_bytes - ir.SHARED_RESERVED_BYTES + 127) // 128 * 128
+        return np.uint32(user + (ir.SHARED_RESERVED_BYTES if base == "aggr_smem_size" else 0))
+    if base in RESERVED_SHARED_REGISTERS:
+        return np.uint32(RESERVED_SHARED_REGISTERS[base])
     if base in ("cluster_nctaid",):
         return np.uint32(1)
     if base in ("cluster_nctarank",):

@@ -92,7 +92,8 @@ class Launch:
         self.const_base = kernel.module.const_base
         self.const_size = kernel.module.const_size
         self.module_banks = getattr(kernel.module, "banks", {})
-        self.shared_bytes = self.program.static_shared + self.dynamic_shared
+        #: the CTA's shared window: the driver's reserved kilobyte, then the static and dynamic bytes
+        self.shared_bytes = ir.SHARED_RESERVED_BYTES + self.program.static_shared + self.dynamic_shared
         self.param_base = 0
         self.device.launches += 1
         self.grid_id = self.device.launches
@@ -146,11 +147,12 @@ class Launch:
                 raise LaunchError("CUDA_ERROR_INVALID_VALUE",
                                   f"max dynamic shared size {optin} exceeds the sm_90 limit of {SHARED_OPTIN_LIMIT} bytes")
             limit = max(limit, self.program.static_shared + optin)
-        if self.shared_bytes > limit:
+        user_bytes = self.program.static_shared + self.dynamic_shared
+        if user_bytes > limit:
             advice = " without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize)" \
-                if self.shared_bytes <= SHARED_OPTIN_LIMIT else f"; the sm_90 maximum is {SHARED_OPTIN_LIMIT}"
+                if user_bytes <= SHARED_OPTIN_LIMIT else f"; the sm_90 maximum is {SHARED_OPTIN_LIMIT}"
             raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                              f"{name} needs {self.shared_bytes} bytes of shared memory "
+                              f"{name} needs {user_bytes} bytes of shared memory "
                               f"({self.program.static_shared} static + {self.dynamic_shared} dynamic), more than "
                               f"{limit}{advice}")
         if self.program.param_bytes > PARAM_LIMIT:
@@ -159,9 +161,6 @@ class Launch:
             # a listing does not say how much static shared memory its kernel declares: it gets the 48 KB a CTA
             # may use without opting in (or its dynamic size, if larger)
             self.shared_bytes = max(self.shared_bytes, SHARED_DEFAULT_LIMIT)
-
-    # ---- parameters ----
-
 
     # ---- running ----
     def run(self, args: list, *, max_steps: int, batch_bytes: int, progress=None) -> LaunchStats:

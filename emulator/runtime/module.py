@@ -53,6 +53,9 @@ class Device:
 class Module:
     """A PTX module loaded into a device: globals allocated, constants initialised, kernels on demand."""
 
+    #: make ptxas's FMA contractions when lowering (emulator.ir.contract); False runs the PTX literally
+    contract = True
+
     def __new__(cls, text: str = "", source_name: str = "<ptx>", device: Optional[Device] = None):
         """Module(text) of a SASS listing (a .sass file, cuobjdump -sass output) is a SassModule."""
         if cls is Module and looks_like_sass(text, source_name):
@@ -186,7 +189,7 @@ class Module:
     def program(self, name: str) -> ir.Program:
         if name not in self._programs:
             try:
-                self._programs[name] = lower_kernel(self.syntax, name, self.symbols)
+                self._programs[name] = lower_kernel(self.syntax, name, self.symbols, contract=self.contract)
             except RecursionError:
                 raise PTXSemanticError(self.source_name, 1, 1, f"kernel '{name}' nests blocks too deeply") from None
         return self._programs[name]
@@ -239,9 +242,16 @@ def looks_like_path(text: str) -> bool:
 
 
 def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None, language: Optional[str] = None,
-         options: Sequence[str] = ()) -> Module:
+         options: Sequence[str] = (), contract: bool = True) -> Module:
     """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text. A .cu path, or
-    text with language="cuda", is CUDA C++ compiled with the compiler options given (emulator.frontend.cuda)."""
+    text with language="cuda", is CUDA C++ compiled with the compiler options given (emulator.frontend.cuda).
+    contract=False runs the PTX literally, without the FMA contractions ptxas makes (docs/fidelity.md)."""
+    module = _read(source, device, language, options)
+    module.contract = bool(contract)
+    return module
+
+
+def _read(source, device: Optional[Device], language: Optional[str], options: Sequence[str]) -> Module:
     if language not in (None, "ptx", "cuda"):
         raise UsageError(f"language={language!r}: choose 'ptx' or 'cuda'")
     if isinstance(source, (bytes, bytearray)):
