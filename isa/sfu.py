@@ -3,14 +3,14 @@
 Every function here takes and returns raw codes (np.uint32 for f32 and for the upper word of an f64,
 np.uint16 for f16/bf16) and models one SASS instruction, flush-to-zero included; isa.fp builds the PTX
 instructions from them and the IEEE instructions ptxas puts around them. How the unit was measured and
-why these models are exact: docs/sfu.md. The tables live in isa/sfu_data/ as xz-compressed .npy files
-holding each table's difference from the smooth references of isa.sfu_reference; tools/sfu_capture.py
-regenerates them on an H100.
+why these models are exact: docs/sfu.md. The tables live in isa/sfu_data/ (xz-compressed .npy files of
+each table's successive differences, loaded on first use); tools/sfu_capture.py regenerates them on an
+H100 and records the card and driver in meta.json.
 
 - RCP, RSQ, SQRT (and RCP64H, RSQ64H on the 1.11.20 upper word of a double): a table indexed by the
   mantissa (and, for the square roots, the exponent's parity), its exponent moved by the input's.
-- EX2: |x| as a fixed-point number with 25 fraction bits, truncated; 2**integer part times a table
-  entry indexed by the fraction, one table for negative and one for positive x.
+- EX2: |x| as a fixed-point number with 24 fraction bits, truncated; 2**integer part times a table
+  entry indexed by the (two's complement) fraction, one table for negative and one for positive x.
 - LG2: a table for 1 <= x < 2 and one for 1/2 <= x < 1; elsewhere exponent + log2(mantissa) truncated
   toward zero, log2(mantissa) taken to 2**-23 from the first table.
 - SIN, COS (of turns): the turns as a fixed-point number with 25 fraction bits, truncated; a table of sine
@@ -30,8 +30,6 @@ from pathlib import Path
 
 import numpy as np
 
-from isa import sfu_reference as reference
-
 DATA = Path(__file__).resolve().parent / "sfu_data"
 CANONICAL_NAN = np.uint32(0x7FFFFFFF)
 _U32 = np.uint32
@@ -45,80 +43,46 @@ HALF_TABLES = ("ex2_f16", "ex2_bf16", "tanh_f16", "tanh_bf16")
 
 # ---- table files ------------------------------------------------------------------------------------
 
-def read_table(name: str) -> np.ndarray:
-    """The stored array of table `name` (its difference from the reference), as saved."""
-    blob = lzma.decompress((DATA / f"{name}.npy.xz").read_bytes())
-    return np.load(io.BytesIO(blob), allow_pickle=False)
-
-
-def write_table(name: str, stored: np.ndarray, directory: Path = DATA) -> None:
-    """Save a stored array (as read_table returns it) under `directory`."""
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(stored), allow_pickle=False)
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{name}.npy.xz").write_bytes(lzma.compress(buffer.getvalue(), preset=6))
-
-
-def narrow(delta) -> np.ndarray:
-    """int64 differences as the narrowest signed integer type that holds them."""
-    delta = np.asarray(delta, dtype=np.int64)
+def _narrow(values) -> np.ndarray:
+    """int64 values as the narrowest signed integer type that holds them."""
+    values = np.asarray(values, dtype=_I64)
     for dtype in (np.int8, np.int16, np.int32):
         info = np.iinfo(dtype)
-        if delta.size == 0 or (delta.min() >= info.min and delta.max() <= info.max):
-            return delta.astype(dtype)
-    return delta
+        if values.size == 0 or (values.min() >= info.min and values.max() <= info.max):
+            return values.astype(dtype)
+    return values
 
 
-def _mantissa_values(bits: int, parity: int = 0) -> np.ndarray:
-    return (1.0 + np.arange(1 << bits, dtype=np.float64) / (1 << bits)) * 2.0 ** parity
+def encode_table(codes) -> bytes:
+    """The file contents of a table of output codes: its successive differences (row-major, starting from
+    0), the narrowest integer .npy of them, xz-compressed."""
+    codes = np.asarray(codes)
+    steps = np.diff(codes.astype(_I64).reshape(-1), prepend=0).reshape(codes.shape)
+    buffer = io.BytesIO()
+    np.save(buffer, _narrow(steps), allow_pickle=False)
+    return lzma.compress(buffer.getvalue(), preset=9)
 
 
-def shift_reference(kind: str, mantissa_bits: int, parity_count: int) -> np.ndarray:
-    """Reference codes of an RCP/RSQ/SQRT-style table: f32 codes (mantissa_bits 23) or upper words of the
-    f64 (mantissa_bits 20, truncated) of the function at 1.m * 2**parity."""
-    rows = []
-    for parity in range(parity_count):
-        value = _mantissa_values(mantissa_bits, parity)
-        exact = {"rcp": 1.0 / value, "rsqrt": 1.0 / np.sqrt(value), "sqrt": np.sqrt(value)}[kind]
-        if mantissa_bits == 20:
-            rows.append((exact.view(np.uint64) >> np.uint64(32)).astype(_I64))
-        else:
-            rows.append(reference.f32_bits(exact))
-    return np.stack(rows)
+def decode_table(blob: bytes, dtype=np.uint32) -> np.ndarray:
+    steps = np.load(io.BytesIO(lzma.decompress(blob)), allow_pickle=False)
+    return np.cumsum(steps.astype(_I64).reshape(-1)).astype(dtype).reshape(steps.shape)
 
 
-@functools.lru_cache(maxsize=None)
-def _ex2_factors(fraction_bits):
-    high = reference.exp2(np.arange(1 << 12, dtype=np.float64) / (1 << 12))
-    low = reference.exp2(np.arange(1 << (fraction_bits - 12), dtype=np.float64) / (1 << fraction_bits))
-    return high, low
+def read_table(name: str, directory: Path = DATA) -> np.ndarray:
+    """Table `name` (output codes; uint16 for the f16/bf16 units, uint32 otherwise)."""
+    dtype = np.uint16 if name.startswith("half_") else np.uint32
+    return decode_table((directory / f"{name}.npy.xz").read_bytes(), dtype)
 
 
-def ex2_reference(index, fraction_bits) -> np.ndarray:
-    """f32 codes near 2**(index / 2**fraction_bits), from a product of two small tables (cheap per element)."""
-    high, low = _ex2_factors(fraction_bits)
-    index = np.asarray(index, dtype=_I64)
-    shift = fraction_bits - 12
-    return reference.f32_bits(high[index >> shift] * low[index & ((1 << shift) - 1)])
+def write_table(name: str, codes, directory: Path = DATA) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.npy.xz").write_bytes(encode_table(codes))
 
 
 @functools.lru_cache(maxsize=None)
 def meta() -> dict:
     """meta.json: where and when the tables were captured, and EX2's quantisation per sign of x."""
     return json.loads((DATA / "meta.json").read_text())
-
-
-def turn_reference(count: int) -> np.ndarray:
-    """f32 codes near sin(2 pi i / 2**25) for i < count."""
-    sine, _ = reference.sin_cos_turns(np.arange(count, dtype=np.float64) / (1 << TURN_FRACTION_BITS))
-    return reference.f32_bits(sine)
-
-
-def lg2_reference() -> np.ndarray:
-    """f32 codes near log2(1.m) and log2(0.1m), rows for 1 <= x < 2 and 1/2 <= x < 1."""
-    m = np.arange(1 << 23, dtype=np.float64)
-    return np.stack([reference.f32_bits(reference.log2(1.0 + m / (1 << 23))),
-                     reference.f32_bits(reference.log2(0.5 + m / (1 << 24)))])
 
 
 def tanh_grid() -> np.ndarray:
@@ -135,28 +99,25 @@ _SHIFT_SHAPES = {"rcp": ("rcp", 23, 1), "rsqrt": ("rsqrt", 23, 2), "sqrt": ("sqr
 
 @functools.lru_cache(maxsize=None)
 def _shift_table(label):
-    """Decoded RCP/RSQ/SQRT table: row `parity` << mantissa_bits | mantissa -> output code."""
-    kind, mantissa_bits, parity_count = _SHIFT_SHAPES[label]
-    stored = read_table(label).astype(_I64).reshape(parity_count, -1)
-    return (stored + shift_reference(kind, mantissa_bits, parity_count)).astype(_U32).reshape(-1)
+    """RCP/RSQ/SQRT table, flattened: row `parity` << mantissa_bits | mantissa -> output code."""
+    return read_table(label).reshape(-1)
 
 
 @functools.lru_cache(maxsize=None)
-def _ex2_delta(sign):
+def _ex2_table(sign):
     return read_table(f"ex2_{sign}")
 
 
 @functools.lru_cache(maxsize=None)
 def _sine_table():
-    stored = read_table("sin")
-    return ((stored.astype(_I64) + turn_reference(stored.size)) & 0xFFFFFFFF).astype(_U32)
+    return read_table("sin")
 
 
 @functools.lru_cache(maxsize=None)
 def _lg2_tables():
-    """Decoded LG2 tables (rows 1 <= x < 2 and 1/2 <= x < 1), and log2(1.m) truncated to 2**-23 as a
-    float64 from the first."""
-    tables = ((read_table("lg2").astype(_I64) + lg2_reference()) & 0xFFFFFFFF).astype(_U32)
+    """LG2 tables (rows 1 <= x < 2 and 1/2 <= x < 1), and log2(1.m) truncated to 2**-23 (float64) from the
+    first."""
+    tables = read_table("lg2")
     truncated = np.floor(tables[0].view(np.float32).astype(np.float64) * 2.0 ** 23) * 2.0 ** -23
     return tables, truncated
 
@@ -164,10 +125,9 @@ def _lg2_tables():
 @functools.lru_cache(maxsize=None)
 def _tanh_table():
     """The tanh table, and per binade -8..2 its start in the table and its index width."""
-    table = (read_table("tanh").astype(_I64) + reference.f32_bits(reference.tanh(tanh_grid()))).astype(_U32)
     widths = np.array(list(TANH_INDEX_BITS.values()), dtype=_U32)
     starts = np.concatenate([[0], np.cumsum(np.left_shift(1, widths.astype(_I64)))[:-1]]).astype(np.intp)
-    return table, starts, widths
+    return read_table("tanh"), starts, widths
 
 
 @functools.lru_cache(maxsize=None)
@@ -278,7 +238,7 @@ def _ex2_side(codes, sign):
     quantised = _ROUNDINGS[mode](np.where((codes & _U32(0x7F800000)) == 0, 0.0, scaled)).astype(_I64)
     signed = -quantised if sign == "negative" else quantised
     index = (signed & ((1 << fraction_bits) - 1)).astype(np.intp)
-    entry = (ex2_reference(index, fraction_bits) + _ex2_delta(sign)[index]).astype(_U32)
+    entry = _ex2_table(sign)[index]
     return _moved(entry, (signed >> fraction_bits).astype(np.int32), 23, 255)
 
 

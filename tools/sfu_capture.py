@@ -2,8 +2,8 @@
 """Regenerate isa/sfu_data/ (the special-function unit's tables) from an H100: run on the GPU machine.
 
 Reads every table off the card through the PTX instructions that reach each MUFU unit, writes them in
-the format isa.sfu loads (each table's difference from isa.sfu_reference, xz-compressed .npy), records
-the card and driver in meta.json, and prints what it found. EX2 is the one unit whose input quantisation
+the format isa.sfu loads (isa.sfu.encode_table), records the card and driver in meta.json, and prints
+what it found. EX2 is the one unit whose input quantisation
 is searched here (per sign of x); the other structures were established by the exhaustive sweeps of
 docs/sfu.md and are proven again by tools/sfu_truth.py. `--fake` runs on the CPU with isa.fp in place of
 the card (a test of this script only).
@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import io
 import json
-import lzma
 import os
 import sys
 import time
@@ -26,8 +24,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
-from isa import sfu, sfu_reference as reference  # noqa: E402
-from sfu_device import FakeBackend, GpuBackend, describe  # noqa: E402
+from isa import sfu  # noqa: E402
+from sfu_device import DIVIDE, HALF_X2, UNARY_F32, FakeBackend, GpuBackend, describe  # noqa: E402
 
 U32 = np.uint32
 EX2_CANDIDATES = [(bits, mode) for bits in (24, 25, 26) for mode in ("trunc", "rne", "ceil")]
@@ -67,7 +65,6 @@ def capture_shift_units(cap):
     """RCP/RSQ/SQRT/RCP64H/RSQ64H: the outputs at exponent 0 (and +1) for every mantissa."""
     xp, b = cap.xp, cap.b
     for label, (op, bits, parity_count) in SHIFT_UNITS.items():
-        kind, _, _ = sfu._SHIFT_SHAPES[label]
         bias = 127 if bits == 23 else 1023
         rows = []
         for parity in range(parity_count):
@@ -77,11 +74,10 @@ def capture_shift_units(cap):
                 out = b.f64(op, codes.astype(xp.uint64) << xp.uint64(32)) >> xp.uint64(32)
             else:
                 out = b.unary(op, codes)
-            row = np.zeros(1 << bits, np.int64)
-            row[:count] = b.host(out).astype(np.int64)
+            row = np.zeros(1 << bits, U32)
+            row[:count] = b.host(out).astype(U32)
             rows.append(row)
-        table = np.stack(rows) - sfu.shift_reference(kind, bits, parity_count)
-        cap.tables[label] = sfu.narrow(table[0] if parity_count == 1 else table)
+        cap.tables[label] = rows[0] if parity_count == 1 else np.stack(rows)
 
 
 def ex2_candidate_index(xp, x, bits, mode):
@@ -118,10 +114,7 @@ def capture_ex2(cap):
         best = min(EX2_CANDIDATES, key=lambda c: (mismatches[c], c[0], EX2_CANDIDATES.index(c)))
         table = b.host(tables[best])
         unreached = table < 0
-        index = np.arange(table.size)
-        predicted = sfu.ex2_reference(index, best[0])
-        table = np.where(unreached, predicted, table)
-        cap.tables[f"ex2_{sign}"] = sfu.narrow(table - predicted)
+        cap.tables[f"ex2_{sign}"] = np.where(unreached, 0, table).astype(U32)
         found[sign] = list(best)
         cap.report[f"ex2_{sign}"] = {"candidates": {f"{c[0]}_{c[1]}": mismatches[c] for c in EX2_CANDIDATES},
                                      "chosen": list(best), "unreached": int(unreached.sum())}
@@ -158,9 +151,7 @@ def capture_turns(cap):
                         conflicts += int((table[slot] != entry).sum())
     host = b.host(table)
     unreached = host < 0
-    predicted = sfu.turn_reference(half)
-    host = np.where(unreached, predicted, host)
-    cap.tables["sin"] = sfu.narrow(((host - predicted + (1 << 31)) % (1 << 32)) - (1 << 31))
+    cap.tables["sin"] = np.where(unreached, 0, host).astype(U32)
     cap.report["sin"] = {"conflicts": conflicts, "unreached": int(unreached.sum())}
 
 
@@ -171,19 +162,18 @@ def capture_lg2(cap):
     for biased in (127, 126):
         count = cap.mantissa_count(23)
         out = b.unary("lg2_ftz", xp.arange(count, dtype=xp.uint32) | xp.uint32(biased << 23))
-        row = np.zeros(1 << 23, np.int64)
-        row[:count] = b.host(out).astype(np.int64)
+        row = np.zeros(1 << 23, U32)
+        row[:count] = b.host(out).astype(U32)
         rows.append(row)
-    cap.tables["lg2"] = sfu.narrow(np.stack(rows) - sfu.lg2_reference())
+    cap.tables["lg2"] = np.stack(rows)
 
 
 def capture_tanh(cap):
     """MUFU.TANH at every input of the tanh table (binades -8..2, leading 17-21 mantissa bits)."""
-    xp, b = cap.xp, cap.b
+    b = cap.b
     grid = sfu.tanh_grid()
     codes = b.device(grid.astype(np.float32).view(U32))
-    out = b.host(b.unary("tanh", codes)).astype(np.int64)
-    cap.tables["tanh"] = sfu.narrow(out - reference.f32_bits(reference.tanh(grid)))
+    cap.tables["tanh"] = b.host(b.unary("tanh", codes)).astype(U32)
 
 
 def capture_halves(cap):
@@ -193,8 +183,74 @@ def capture_halves(cap):
         cap.tables[f"half_{name}"] = b.host(b.half(name, codes)).astype(np.uint16)
 
 
-def _read_from(directory, name):
-    return np.load(io.BytesIO(lzma.decompress((directory / f"{name}.npy.xz").read_bytes())), allow_pickle=False)
+def edge_f32():
+    """Float32 special and boundary codes shared by every test set."""
+    values = [0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 2.0, 0.5, 3.0, 0.75, 2.0 ** -126, 2.0 ** 126, 2.0 ** 127,
+              2.0 ** -127, 2.0 ** -149, 1.5 * 2.0 ** 126, 3.4028234663852886e38, 1.17549421e-38]
+    codes = [np.float32(v).view(U32) for v in values]
+    codes += [0x7FC00000, 0x7FFFFFFF, 0xFFC00000, 0x7F800001, 0xFF800001, 0x7FA00000, 0x00000001, 0x007FFFFF,
+              0x80000001, 0x807FFFFF, 0x00800000, 0x00800001, 0x7F7FFFFF, 0x7F000000, 0x7E800000, 0x7E800001,
+              0x7E7FFFFF, 0x3F7FFFFF, 0x3F800001, 0x3FFFFFFF, 0x3EFFFFFF]
+    codes = np.array(codes, dtype=U32)
+    return np.concatenate([codes, codes ^ U32(0x80000000)])
+
+
+def f32_array(values):
+    return np.asarray(values, dtype=np.float32).view(U32)
+
+
+def test_inputs_unary(rng, op, n):
+    """Held-out inputs of a unary f32 op: edge codes, op-specific edges, random bits, random in-range values."""
+    base, _, _ = op.partition("_")
+    special = {
+        "ex2": f32_array(np.concatenate([np.arange(-152, 130, 0.25), rng.uniform(-1, 1, 64),
+                                          rng.uniform(-2.0 ** -20, 2.0 ** -20, 32)])),
+        "lg2": f32_array(np.concatenate([rng.uniform(0.5, 2.0, 200), 2.0 ** rng.uniform(-149, 128, 200)])),
+        "sin": f32_array(np.concatenate([rng.uniform(-7, 7, 200), rng.uniform(-1e6, 1e6, 100),
+                                          np.ldexp(1.0, np.arange(-30, 30))])),
+        "tanh": f32_array(np.concatenate([rng.uniform(-10, 10, 400), 2.0 ** rng.uniform(-20, 4, 200)])),
+    }
+    special["cos"] = special["sin"]
+    extra = special.get(base, f32_array(2.0 ** rng.uniform(-140, 128, 300)))
+    random_bits = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(U32)
+    return np.concatenate([edge_f32(), extra, random_bits])
+
+
+def capture_tests(backend):
+    """Held-out test points: a few thousand inputs per instruction (edge codes, then seeded random ones) with
+    the H100's outputs, for tests/test_sfu.py; none of them is used to build a table."""
+    b = backend
+    rng = np.random.default_rng(20260501)
+    arrays = {}
+    for op in UNARY_F32:
+        x = test_inputs_unary(rng, op, 3000)
+        arrays[f"{op}_in"] = x
+        arrays[f"{op}_out"] = b.host(b.unary(op, b.device(x)))
+    for name in ("rcp_ftz_f64", "rsqrt_ftz_f64", "rsqrt_f64"):
+        specials = np.array([0, 1 << 63, 0x7FF0000000000000, 0xFFF0000000000000, 0x7FF8000000000000,
+                             0x7FF4000000000123, 0x0000000000000001, 0x000FFFFFFFFFFFFF, 0x0010000000000000,
+                             0x3FF0000000000000, 0x7FEFFFFFFFFFFFFF, 0x7FE0000000000000, 0x8010000000000000,
+                             0xBFF0000000000000, 0x0008000000000000, 0x7FD0000000000000], dtype=np.uint64)
+        random_bits = rng.integers(0, 1 << 63, 3000, dtype=np.uint64) | (
+            rng.integers(0, 2, 3000, dtype=np.uint64) << np.uint64(63))
+        scaled = np.ldexp(rng.uniform(1, 2, 500), rng.integers(-1074, 1024, 500)).view(np.uint64)
+        x = np.concatenate([specials, random_bits, scaled])
+        arrays[f"{name}_in"] = x
+        arrays[f"{name}_out"] = b.host(b.f64(name, b.device(x)))
+    for name in HALF_X2:
+        x = rng.integers(0, 1 << 32, 4096, dtype=np.uint64).astype(U32)
+        arrays[f"{name}_in"] = x
+        arrays[f"{name}_out"] = b.host(b.half(name, b.device(x)))
+    for name in DIVIDE:
+        edges = edge_f32()
+        a = np.concatenate([np.repeat(edges, edges.size), rng.integers(0, 1 << 32, 6000, dtype=np.uint64).astype(U32),
+                            f32_array(rng.uniform(-1e3, 1e3, 2000))])
+        d = np.concatenate([np.tile(edges, edges.size), rng.integers(0, 1 << 32, 6000, dtype=np.uint64).astype(U32),
+                            f32_array(rng.uniform(-1e3, 1e3, 2000))])
+        arrays[f"{name}_a"] = a
+        arrays[f"{name}_b"] = d
+        arrays[f"{name}_out"] = b.host(b.divide(name, b.device(a), b.device(d)))
+    return arrays
 
 
 def main(argv=None):
@@ -203,9 +259,13 @@ def main(argv=None):
     parser.add_argument("--report", type=Path, help="also write the capture report (JSON) here")
     parser.add_argument("--fake", action="store_true", help="isa.fp on the CPU in place of the card")
     parser.add_argument("--compare-with", type=Path, help="report how the new tables differ from those here")
+    parser.add_argument("--tests", type=Path, help="capture only the held-out test points, into this .npz")
     args = parser.parse_args(argv)
     began = time.time()
     backend = FakeBackend() if args.fake else GpuBackend()
+    if args.tests:
+        np.savez_compressed(args.tests, **capture_tests(backend))
+        return
     cap = Capture(backend)
     timings = {}
     for name, stage in (("shift units", capture_shift_units), ("lg2", capture_lg2), ("tanh", capture_tanh),
@@ -225,14 +285,15 @@ def main(argv=None):
         cap.report["compared_with"] = {}
         for name, stored in cap.tables.items():
             try:
-                old = _read_from(args.compare_with, name)
+                old = sfu.read_table(name, args.compare_with)
             except FileNotFoundError:
                 cap.report["compared_with"][name] = "absent"
                 continue
-            same = old.shape == stored.shape and bool(np.array_equal(old.astype(np.int64), stored.astype(np.int64)))
-            cap.report["compared_with"][name] = "equal" if same else (
-                f"{int(np.sum(old.astype(np.int64) != stored.astype(np.int64)))} entries differ"
-                if old.shape == stored.shape else f"shape {old.shape} -> {stored.shape}")
+            if old.shape != stored.shape:
+                cap.report["compared_with"][name] = f"shape {old.shape} -> {stored.shape}"
+            else:
+                differ = int(np.sum(old.astype(np.int64) != stored.astype(np.int64)))
+                cap.report["compared_with"][name] = f"{differ} entries differ" if differ else "equal"
     cap.report["timings"] = timings
     cap.report["seconds"] = round(time.time() - began, 1)
     if args.report:

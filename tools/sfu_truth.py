@@ -212,7 +212,6 @@ def rsqrt_f64_gpu(backend):
 
 def halves(backend):
     """All 2**16 codes of each half instruction; each x2 form with every code in each lane."""
-    xp = backend.xp
     results = {}
     codes = np.arange(1 << 16, dtype=np.uint32)
     partner = (codes * U32(40503) + U32(12345)) & U32(0xFFFF)
