@@ -3,9 +3,9 @@
 Every function here takes and returns raw codes (np.uint32 for f32 and for the upper word of an f64,
 np.uint16 for f16/bf16) and models one SASS instruction, flush-to-zero included; isa.fp builds the PTX
 instructions from them and the IEEE instructions ptxas puts around them. How the unit was measured and
-why these models are exact: docs/sfu.md. The tables live in isa/sfu_data/ (xz-compressed .npy files of
-each table's successive differences, loaded on first use); tools/sfu_capture.py regenerates them on an
-H100 and records the card and driver in meta.json.
+why these models are exact: docs/sfu.md. The tables live in isa/sfu_data/tables.npz (each table's
+successive differences, loaded on first use); tools/sfu_capture.py regenerates them on an H100 and
+records the card and driver beside them in meta.json.
 
 - RCP, RSQ, SQRT (and RCP64H, RSQ64H on the 1.11.20 upper word of a double): a table indexed by the
   mantissa (and, for the square roots, the exponent's parity), its exponent moved by the input's.
@@ -23,18 +23,17 @@ H100 and records the card and driver in meta.json.
 from __future__ import annotations
 
 import functools
-import io
-import json
-import lzma
 from pathlib import Path
 
 import numpy as np
 
 DATA = Path(__file__).resolve().parent / "sfu_data"
+TABLES = DATA / "tables.npz"
 CANONICAL_NAN = np.uint32(0x7FFFFFFF)
 _U32 = np.uint32
 _I64 = np.int64
 
+EX2_FRACTION_BITS = 24
 TURN_FRACTION_BITS = 25
 # tanh: binade (unbiased exponent) -> leading mantissa bits its output depends on (measured exhaustively)
 TANH_INDEX_BITS = {-8: 17, -7: 17, -6: 17, -5: 18, -4: 18, -3: 19, -2: 19, -1: 19, 0: 20, 1: 21, 2: 20}
@@ -43,46 +42,38 @@ HALF_TABLES = ("ex2_f16", "ex2_bf16", "tanh_f16", "tanh_bf16")
 
 # ---- table files ------------------------------------------------------------------------------------
 
-def _narrow(values) -> np.ndarray:
-    """int64 values as the narrowest signed integer type that holds them."""
-    values = np.asarray(values, dtype=_I64)
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        if values.size == 0 or (values.min() >= info.min and values.max() <= info.max):
-            return values.astype(dtype)
-    return values
+_ESCAPE = -128
 
 
-def encode_table(codes) -> bytes:
-    """The file contents of a table of output codes: its successive differences (row-major, starting from
-    0), the narrowest integer .npy of them, xz-compressed."""
-    codes = np.asarray(codes)
-    steps = np.diff(codes.astype(_I64).reshape(-1), prepend=0).reshape(codes.shape)
-    buffer = io.BytesIO()
-    np.save(buffer, _narrow(steps), allow_pickle=False)
-    return lzma.compress(buffer.getvalue(), preset=9)
+def encode_tables(tables: dict) -> dict:
+    """Arrays for np.savez_compressed holding tables of output codes: each table's successive differences
+    (row-major, from 0) as int8, with the few that do not fit (marked -128) listed beside them."""
+    arrays = {}
+    for name, codes in tables.items():
+        codes = np.asarray(codes)
+        steps = np.diff(codes.astype(_I64).reshape(-1), prepend=0)
+        escape = np.flatnonzero((steps < _ESCAPE + 1) | (steps > 127))
+        arrays[f"{name}_steps"] = np.where((steps > _ESCAPE) & (steps <= 127), steps, _ESCAPE).astype(
+            np.int8).reshape(codes.shape)
+        arrays[f"{name}_escape_index"] = escape.astype(_I64)
+        arrays[f"{name}_escape_value"] = steps[escape]
+    return arrays
 
 
-def decode_table(blob: bytes, dtype=np.uint32) -> np.ndarray:
-    steps = np.load(io.BytesIO(lzma.decompress(blob)), allow_pickle=False)
-    return np.cumsum(steps.astype(_I64).reshape(-1)).astype(dtype).reshape(steps.shape)
+def write_tables(tables: dict, path: Path = TABLES) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **encode_tables(tables))
 
 
-def read_table(name: str, directory: Path = DATA) -> np.ndarray:
-    """Table `name` (output codes; uint16 for the f16/bf16 units, uint32 otherwise)."""
+def read_table(name: str, path: Path = TABLES) -> np.ndarray:
+    """Table `name` of `path` (output codes; uint16 for the f16/bf16 units, uint32 otherwise)."""
+    with np.load(path, allow_pickle=False) as data:
+        steps = data[f"{name}_steps"]
+        escape_index, escape_value = data[f"{name}_escape_index"], data[f"{name}_escape_value"]
+    flat = steps.astype(_I64).reshape(-1)
+    flat[escape_index] = escape_value
     dtype = np.uint16 if name.startswith("half_") else np.uint32
-    return decode_table((directory / f"{name}.npy.xz").read_bytes(), dtype)
-
-
-def write_table(name: str, codes, directory: Path = DATA) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{name}.npy.xz").write_bytes(encode_table(codes))
-
-
-@functools.lru_cache(maxsize=None)
-def meta() -> dict:
-    """meta.json: where and when the tables were captured, and EX2's quantisation per sign of x."""
-    return json.loads((DATA / "meta.json").read_text())
+    return np.cumsum(flat).astype(dtype).reshape(steps.shape)
 
 
 def tanh_grid() -> np.ndarray:
@@ -228,18 +219,13 @@ def _fixed_point(codes, fraction_bits):
     return np.trunc(codes.view(np.float32).astype(np.float64) * float(1 << fraction_bits))
 
 
-_ROUNDINGS = {"trunc": np.trunc, "rne": np.rint, "ceil": np.ceil}
-
-
 def _ex2_side(codes, sign):
     """MUFU.EX2 of in-range codes (|x| < 128) that all have the given sign."""
-    fraction_bits, mode = meta()["ex2"][sign]
-    scaled = np.abs(codes.view(np.float32).astype(np.float64)) * float(1 << fraction_bits)
-    quantised = _ROUNDINGS[mode](np.where((codes & _U32(0x7F800000)) == 0, 0.0, scaled)).astype(_I64)
+    scaled = np.abs(codes.view(np.float32).astype(np.float64)) * float(1 << EX2_FRACTION_BITS)
+    quantised = np.trunc(scaled).astype(_I64)
     signed = -quantised if sign == "negative" else quantised
-    index = (signed & ((1 << fraction_bits) - 1)).astype(np.intp)
-    entry = _ex2_table(sign)[index]
-    return _moved(entry, (signed >> fraction_bits).astype(np.int32), 23, 255)
+    index = (signed & ((1 << EX2_FRACTION_BITS) - 1)).astype(np.intp)
+    return _moved(_ex2_table(sign)[index], (signed >> EX2_FRACTION_BITS).astype(np.int32), 23, 255)
 
 
 def ex2(x) -> np.ndarray:

@@ -1,22 +1,20 @@
 #!/usr/bin/env python3
 """Regenerate isa/sfu_data/ (the special-function unit's tables) from an H100: run on the GPU machine.
 
-Reads every table off the card through the PTX instructions that reach each MUFU unit, writes them in
-the format isa.sfu loads (isa.sfu.encode_table), records the card and driver in meta.json, and prints
-what it found. EX2 is the one unit whose input quantisation
-is searched here (per sign of x); the other structures were established by the exhaustive sweeps of
-docs/sfu.md and are proven again by tools/sfu_truth.py. `--fake` runs on the CPU with isa.fp in place of
-the card (a test of this script only).
+Reads every table off the card through the PTX instructions that reach each MUFU unit, writes them as
+isa.sfu loads them (tables.npz, isa.sfu.write_tables), records the card and driver in meta.json, and
+prints what it found. EX2 is the one unit whose input quantisation is searched again here (per sign of
+x; the tables are written for isa.sfu.EX2_FRACTION_BITS, and the tool fails if that does not fit); the
+other structures were established by the exhaustive sweeps of docs/sfu.md and are proven again by
+tools/sfu_truth.py. `--fake` runs on the CPU with isa.fp in place of the card (a test of this script).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
-import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -111,13 +109,17 @@ def capture_ex2(cap):
                         tables[candidate][index[normal]] = entry[normal]
                     else:
                         mismatches[candidate] += int((normal & (tables[candidate][index] != entry)).sum())
-        best = min(EX2_CANDIDATES, key=lambda c: (mismatches[c], c[0], EX2_CANDIDATES.index(c)))
-        table = b.host(tables[best])
+        chosen = (sfu.EX2_FRACTION_BITS, "trunc")
+        fitting = [c for c in EX2_CANDIDATES if mismatches[c] == 0]
+        table = b.host(tables[chosen])
         unreached = table < 0
         cap.tables[f"ex2_{sign}"] = np.where(unreached, 0, table).astype(U32)
-        found[sign] = list(best)
+        found[sign] = [list(c) for c in fitting]
         cap.report[f"ex2_{sign}"] = {"candidates": {f"{c[0]}_{c[1]}": mismatches[c] for c in EX2_CANDIDATES},
-                                     "chosen": list(best), "unreached": int(unreached.sum())}
+                                     "unreached": int(unreached.sum())}
+        if chosen not in fitting:
+            raise SystemExit(f"ex2 ({sign} x): truncation to {chosen[0]} fraction bits does not fit this card "
+                             f"(mismatches by candidate: {cap.report[f'ex2_{sign}']['candidates']})")
         del tables
     return found
 
@@ -276,17 +278,17 @@ def main(argv=None):
             ex2_structure = result
         timings[name] = round(time.time() - start, 1)
         print(f"captured {name} in {timings[name]} s", flush=True)
-    with ProcessPoolExecutor(max_workers=os.cpu_count()) as pool:
-        list(pool.map(sfu.write_table, cap.tables, cap.tables.values(), [args.out] * len(cap.tables)))
+    sfu.write_tables(cap.tables, args.out / "tables.npz")
     meta = {"captured": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "machine": describe(backend), "ex2": ex2_structure, "tool": "tools/sfu_capture.py"}
+            "machine": describe(backend), "ex2_quantisations_that_fit": ex2_structure,
+            "tool": "tools/sfu_capture.py"}
     (args.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     if args.compare_with:
         cap.report["compared_with"] = {}
         for name, stored in cap.tables.items():
             try:
-                old = sfu.read_table(name, args.compare_with)
-            except FileNotFoundError:
+                old = sfu.read_table(name, args.compare_with / "tables.npz")
+            except (FileNotFoundError, KeyError):
                 cap.report["compared_with"][name] = "absent"
                 continue
             if old.shape != stored.shape:
