@@ -75,6 +75,7 @@ def _guarded(name: str, function: Callable, kind: str, module) -> Callable:
         state = context.get()
         try:
             if kind == "error" and state.sticky:
+                state.fault_seen = True
                 return state.sticky
             result = function(*args)
         except CudaError as error:
@@ -93,7 +94,7 @@ def _guarded(name: str, function: Callable, kind: str, module) -> Callable:
         if kind == "value":
             return result
         code = result or 0
-        if code:
+        if code and kind == "error":
             state.last_error = code
         return code
     call.__name__ = name

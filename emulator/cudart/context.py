@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 import time
 from bisect import bisect_right
@@ -115,6 +116,9 @@ class Context:
     streams: Dict[int, Stream] = field(default_factory=dict)
     events: Dict[int, Event] = field(default_factory=dict)
     sticky: int = 0
+    #: whether a call after the faulting launch has reported the sticky error (until then, as on a GPU whose
+    #: kernel is still running, cudaGetLastError right after the launch says cudaSuccess)
+    fault_seen: bool = True
     last_error: int = 0
     next_handle: int = 0x10000
     launches: int = 0
@@ -310,7 +314,7 @@ class Context:
         if binary.module is None:
             if binary.ptx is None:
                 entry = fatbin.choose_ptx(binary.entries, self.properties.arch_number, binary.name)
-                binary.ptx = entry.text()
+                binary.ptx = loadable_ptx(entry.text())
             try:
                 binary.module = Module(binary.ptx, binary.name, self.device)
             except GpuemuError as error:
@@ -379,7 +383,7 @@ class Context:
                             f"refused: {error}") from None
         except DeviceError as error:
             self.sticky = codes.FROM_GPUEMU.get(error.cuda_error, codes.LAUNCH_FAILURE)
-            self.last_error = self.sticky
+            self.fault_seen = False
             report = error.report if error.report != error.summary else ""
             self.write_stderr((report + "\n" if report else "") + f"gpuemu: kernel fault: {error.summary}\n")
         finally:
@@ -422,6 +426,15 @@ class Context:
         for mirror in self.mirrors.values():
             if mirror.size:
                 write_host(mirror.host, self.memory.read(mirror.device, mirror.size))
+
+
+def loadable_ptx(text: str) -> str:
+    """PTX as gpuemu's parser takes it: `.attribute(.managed)` (a __managed__ variable, which the runtime mirrors
+    on the host itself) blanked out, keeping every line and column where it was."""
+    return MANAGED_ATTRIBUTE.sub(lambda match: " " * len(match.group(0)), text)
+
+
+MANAGED_ATTRIBUTE = re.compile(r"\.attribute\s*\(\s*\.managed\s*\)")
 
 
 def binary_symbol(module: Module, name: str) -> Tuple[int, int]:

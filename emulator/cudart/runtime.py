@@ -33,7 +33,7 @@ def failure_value(name: str):
         return _c_string("unrecognized error code")
     if name == "__cudaRegisterFatBinary":
         return ffi.NULL
-    return 0 if name in ("__cudaInitModule",) else None
+    return b"\0" if name == "__cudaInitModule" else None
 
 
 def address(pointer) -> int:
@@ -115,7 +115,7 @@ def __cudaInitModule(handle):
     binary = state.binaries.get(address(handle))
     if binary is not None:
         state.module_of(binary)
-    return 1
+    return b"\1"
 
 
 @IMPLEMENTATIONS.error
@@ -452,7 +452,7 @@ def cudaProfilerStop():
 @IMPLEMENTATIONS.query
 def cudaGetLastError():
     state = context.get()
-    code = state.last_error or state.sticky
+    code = state.last_error or (state.sticky if state.fault_seen else 0)
     state.last_error = 0
     return code
 
@@ -460,7 +460,7 @@ def cudaGetLastError():
 @IMPLEMENTATIONS.query
 def cudaPeekAtLastError():
     state = context.get()
-    return state.last_error or state.sticky
+    return state.last_error or (state.sticky if state.fault_seen else 0)
 
 
 @IMPLEMENTATIONS.value
