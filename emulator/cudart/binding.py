@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from typing import Callable, Dict, Tuple
 
 from ..errors import GpuemuError
@@ -10,6 +11,8 @@ from . import codes
 from .codes import CudaError
 
 _LIBRARIES: Dict[str, object] = {}
+#: one API call at a time, whatever host thread makes it (re-entrant: a stream callback may call the API)
+API_LOCK = threading.RLock()
 
 
 class Implementations(dict):
@@ -72,6 +75,10 @@ def _guarded(name: str, function: Callable, kind: str, module) -> Callable:
     from . import context
 
     def call(*args):
+        with API_LOCK:
+            return guarded(*args)
+
+    def guarded(*args):
         state = context.get()
         try:
             if kind == "error" and state.sticky:

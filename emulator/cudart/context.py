@@ -25,6 +25,8 @@ MAP_PRIVATE_ANONYMOUS = 0x22
 MAP_FIXED_NOREPLACE = 0x100000
 MAP_FAILED = ctypes.c_void_p(-1).value
 MIRROR_TRIES = 64
+#: beyond this many changed runs a mirror is written back as one span from the first change to the last
+MAX_WRITE_BACK_RUNS = 256
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -126,6 +128,7 @@ class Context:
     write_stderr: Callable[[str], None] = None
     program: str = ""
     reported_missing: set = field(default_factory=set)
+    stream_attributes: Dict[Tuple[int, int], bytes] = field(default_factory=dict)
 
     def __post_init__(self):
         self.program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else _program_name()
@@ -418,14 +421,31 @@ class Context:
         return max(0, min(props.max_blocks_per_sm, by_threads, by_registers, by_shared))
 
     def _mirrors_to_device(self) -> None:
-        for mirror in self.mirrors.values():
+        self._snapshots = {}
+        for key, mirror in self.mirrors.items():
             if mirror.size:
-                self.memory.write(mirror.device, read_host(mirror.host, mirror.size))
+                data = read_host(mirror.host, mirror.size)
+                self.memory.write(mirror.device, data)
+                self._snapshots[key] = data
 
     def _mirrors_to_host(self) -> None:
-        for mirror in self.mirrors.values():
-            if mirror.size:
-                write_host(mirror.host, self.memory.read(mirror.device, mirror.size))
+        """Write back the bytes the kernel changed, and only those: another host thread may be writing the rest."""
+        for key, before in getattr(self, "_snapshots", {}).items():
+            mirror = self.mirrors.get(key)
+            if mirror is None:
+                continue
+            after = self.memory.read(mirror.device, mirror.size)
+            changed = np.flatnonzero(after != before)
+            if not changed.size:
+                continue
+            breaks = np.flatnonzero(np.diff(changed) > 1)
+            starts = np.concatenate(([changed[0]], changed[breaks + 1]))
+            ends = np.concatenate((changed[breaks], [changed[-1]])) + 1
+            if len(starts) > MAX_WRITE_BACK_RUNS:
+                starts, ends = starts[:1], ends[-1:]
+            for start, end in zip(starts.tolist(), ends.tolist()):
+                write_host(mirror.host + start, after[start:end])
+        self._snapshots = {}
 
 
 def loadable_ptx(text: str) -> str:

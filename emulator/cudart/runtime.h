@@ -117,3 +117,6 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventElapsedTime_v2(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, int attr, const void *value);
+cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, int attr, void *value_out);
+cudaError_t cudaCtxResetPersistingL2Cache(void);

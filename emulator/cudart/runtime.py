@@ -19,6 +19,8 @@ STREAM_LEGACY, STREAM_PER_THREAD = 1, 2
 CUDA_HOST_ALLOC_MAPPED = 2
 MAX_DYNAMIC_SHARED_ATTRIBUTE = 8
 FUNC_ATTRIBUTES_SKIPPED = (9, 10, 11, 12, 13, 14, 15, 16)
+#: the size of union cudaLaunchAttributeValue (cudaStreamAttrValue), CUDA 13
+STREAM_ATTRIBUTE_BYTES = 64
 ffi = lib = None
 _strings = {}
 
@@ -899,3 +901,24 @@ def cudaEventDestroy(event):
     state = context.get()
     if state.events.pop(address(event), None) is None:
         raise CudaError(codes.INVALID_HANDLE, f"0x{address(event):x} is not a live event")
+
+
+@IMPLEMENTATIONS.error
+def cudaStreamSetAttribute(stream, attribute, value):
+    """Access-policy windows and priorities are hints: accepted and kept, never acted on."""
+    state = context.get()
+    _stream_ok(state, stream)
+    state.stream_attributes[(address(stream), int(attribute))] = bytes(ffi.buffer(value, STREAM_ATTRIBUTE_BYTES))
+
+
+@IMPLEMENTATIONS.error
+def cudaStreamGetAttribute(stream, attribute, value):
+    state = context.get()
+    _stream_ok(state, stream)
+    saved = state.stream_attributes.get((address(stream), int(attribute)), b"\0" * STREAM_ATTRIBUTE_BYTES)
+    ffi.memmove(value, saved, STREAM_ATTRIBUTE_BYTES)
+
+
+@IMPLEMENTATIONS.error
+def cudaCtxResetPersistingL2Cache():
+    pass
