@@ -73,10 +73,12 @@ def _c_write(ffi, lib, to_stderr: int, text: str) -> None:
 
 def _guarded(name: str, function: Callable, kind: str, module) -> Callable:
     from . import context
+    translate = getattr(module, "TRANSLATE", {})
 
     def call(*args):
         with API_LOCK:
-            return guarded(*args)
+            result = guarded(*args)
+        return translate.get(result, result) if kind != "value" else result
 
     def guarded(*args):
         state = context.get()

@@ -67,6 +67,8 @@ class Library:
     extra_link_args: Sequence[str] = ()
     #: the symbol version programs linked against the real library ask for (default: the file name, as NVIDIA's)
     version_node: str = ""
+    #: give the C code gpuemu_lookup(name): every exported function by name (for cuGetProcAddress)
+    proc_table: bool = False
 
     def read_prototypes(self) -> List[Prototype]:
         prototypes = []
@@ -194,6 +196,18 @@ def generate(library: Library) -> Tuple[str, str, List[str]]:
             continue
         stubs.append(name)
         source.append(f'int {name}(void) {{ return gpuemu_missing("{name}"); }}')
+    if library.proc_table:
+        exported = sorted(set(library.exported_names()) | set(implemented) | defined_in_c)
+        rows = ",\n".join(f'    {{"{name}", (void *){name}}}' for name in exported)
+        source.append("static const struct { const char *name; void *function; } gpuemu_exports[] = {\n" + rows +
+                      "\n};\nstatic void *gpuemu_lookup(const char *name)\n{\n"
+                      "    size_t low = 0, high = sizeof gpuemu_exports / sizeof gpuemu_exports[0];\n"
+                      "    while (low < high) {\n"
+                      "        size_t middle = (low + high) / 2;\n"
+                      "        int order = strcmp(name, gpuemu_exports[middle].name);\n"
+                      "        if (order == 0) return gpuemu_exports[middle].function;\n"
+                      "        if (order < 0) high = middle; else low = middle + 1;\n"
+                      "    }\n    return NULL;\n}")
     return "\n".join(cdef), "\n".join(source), stubs
 
 

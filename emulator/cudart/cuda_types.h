@@ -9,6 +9,7 @@ typedef void *cudaKernel_t;
 typedef void *cudaArray_t;
 typedef void *cudaHostFn_t_arg;
 typedef void (*cudaHostFn_t)(void *userData);
+typedef size_t (*CUoccupancyB2DSize)(int blockSize);
 typedef void (*cudaStreamCallback_t)(cudaStream_t stream, cudaError_t status, void *userData);
 typedef struct { unsigned int x, y, z; } dim3;
 typedef struct { char bytes[16]; } cudaUUID_t;
