@@ -46,8 +46,9 @@ def cuda_programs(tmp_path_factory):
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="building-", dir=out.parent))
 
     def compile_one(name):
+        driver = ["-L", directory, "-lcuda"] if name.startswith("driver_") else []
         result = subprocess.run([NVCC, "-cudart", "shared", "-o", str(scratch / name[:-3]),
-                                 os.path.join(PROGRAMS, name)], capture_output=True, text=True)
+                                 os.path.join(PROGRAMS, name), *driver], capture_output=True, text=True)
         return name, result
 
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -142,3 +143,15 @@ def test_gpuemu_trace_writes_one_file_per_launch(cuda_programs, tmp_path):
     assert result.returncode == 0, result.stderr
     assert os.listdir(tmp_path) == ["0001-polynomial.jsonl"]
     assert (tmp_path / "0001-polynomial.jsonl").read_text().count("\n") > 10
+
+
+def test_driver_api_modules_launches_links_and_entry_points(cuda_programs):
+    result = run(cuda_programs, "driver_api")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ("y[999] = 2498.5, calls = 2000 (4-byte global)\n"
+                             "after the linked module: y[999] = 1499.5\n"
+                             "cuGetProcAddress(cuMemAlloc) is cuMemAlloc_v2: yes\n"
+                             "unknown symbol: 500, status 1\n"
+                             "cubin image: CUDA_ERROR_NO_BINARY_FOR_GPU\n"
+                             "PASS\n")
+    assert "is a cubin (SASS for one GPU); gpuemu runs PTX" in result.stderr

@@ -92,3 +92,8 @@ CUresult cuGetErrorString(CUresult error, const char **pStr);
 CUresult cuGetErrorName(CUresult error, const char **pStr);
 CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, void *func, CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit);
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags);
+CUresult cuLinkCreate_v2(unsigned int numOptions, int *options, void **optionValues, void **stateOut);
+CUresult cuLinkAddData_v2(void *state, int type, void *data, size_t size, const char *name, unsigned int numOptions, int *options, void **optionValues);
+CUresult cuLinkAddFile_v2(void *state, int type, const char *path, unsigned int numOptions, int *options, void **optionValues);
+CUresult cuLinkComplete(void *state, void **cubinOut, size_t *sizeOut);
+CUresult cuLinkDestroy(void *state);

@@ -710,3 +710,72 @@ def cuOccupancyMaxPotentialBlockSize(min_grid, block_size, function, shared_of_b
 @IMPLEMENTATIONS.error
 def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, function, block_size, dynamic_shared, flags):
     return runtime.cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, function, block_size, dynamic_shared)
+
+
+# ---- linking (numba-cuda's path to a module): one PTX input is the "linked image" cuModuleLoadData takes ----
+
+JIT_INPUT_CUBIN, JIT_INPUT_PTX, JIT_INPUT_FATBINARY, JIT_INPUT_OBJECT, JIT_INPUT_LIBRARY = 0, 1, 2, 3, 4
+_links = {}
+
+
+@IMPLEMENTATIONS.error
+def cuLinkCreate_v2(count, options, values, cell):
+    state = context.get()
+    handle = state.new_handle()
+    _links[handle] = {"ptx": [], "image": None}
+    _store(cell, handle)
+
+
+def _link(handle) -> dict:
+    link = _links.get(address(handle))
+    if link is None:
+        raise CudaError(codes.INVALID_HANDLE, f"0x{address(handle):x} is not a link state")
+    return link
+
+
+def _add_input(link: dict, kind: int, data: bytes, name: str) -> None:
+    if kind == JIT_INPUT_PTX:
+        link["ptx"].append(data.split(b"\0", 1)[0])
+    elif kind == JIT_INPUT_FATBINARY:
+        entries = fatbin.parse_container(data)
+        entry = fatbin.choose_ptx(entries, context.get().properties.arch_number, name)
+        link["ptx"].append(entry.data().split(b"\0", 1)[0])
+    elif kind == JIT_INPUT_LIBRARY:
+        return  # libcudadevrt.a and friends: device-runtime calls gpuemu does not emulate are reported where used
+    else:
+        raise CudaError(codes.NOT_SUPPORTED, f"{name}: gpuemu links PTX and fat binaries with PTX, not cubins or "
+                        f"objects (input type {kind})")
+
+
+@IMPLEMENTATIONS.error
+def cuLinkAddData_v2(handle, kind, data, size, name, count, options, values):
+    _add_input(_link(handle), int(kind), bytes(ffi.buffer(ffi.cast("char *", data), int(size))),
+               ffi.string(name).decode() if name != ffi.NULL else "<data>")
+
+
+@IMPLEMENTATIONS.error
+def cuLinkAddFile_v2(handle, kind, path, count, options, values):
+    file_name = ffi.string(path).decode()
+    try:
+        with open(file_name, "rb") as stream:
+            data = stream.read()
+    except OSError as error:
+        raise CudaError(301, f"{file_name}: {error.strerror}") from None
+    _add_input(_link(handle), int(kind), data, file_name)
+
+
+@IMPLEMENTATIONS.error
+def cuLinkComplete(handle, image, size):
+    link = _link(handle)
+    if len(link["ptx"]) != 1:
+        raise CudaError(codes.NOT_SUPPORTED, f"gpuemu links exactly one PTX module, not {len(link['ptx'])} (separate "
+                        f"compilation across PTX modules is not emulated)")
+    link["image"] = ffi.new("char[]", link["ptx"][0] + b"\0")
+    image[0] = link["image"]
+    size[0] = len(link["ptx"][0]) + 1
+
+
+@IMPLEMENTATIONS.error
+def cuLinkDestroy(handle):
+    _link(handle)
+    del _links[address(handle)]
