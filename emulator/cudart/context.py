@@ -316,8 +316,11 @@ class Context:
     def module_of(self, binary: FatBinary) -> Module:
         if binary.module is None:
             if binary.ptx is None:
-                entry = fatbin.choose_ptx(binary.entries, self.properties.arch_number, binary.name)
-                binary.ptx = loadable_ptx(entry.text())
+                try:
+                    entry = fatbin.choose_ptx(binary.entries, self.properties.arch_number, binary.name)
+                    binary.ptx = loadable_ptx(entry.text())
+                except fatbin.FatbinError as error:
+                    raise CudaError(codes.NO_KERNEL_IMAGE, str(error)) from None
             try:
                 binary.module = Module(binary.ptx, binary.name, self.device)
             except GpuemuError as error:
@@ -449,12 +452,15 @@ class Context:
 
 
 def loadable_ptx(text: str) -> str:
-    """PTX as gpuemu's parser takes it: `.attribute(.managed)` (a __managed__ variable, which the runtime mirrors
-    on the host itself) blanked out, keeping every line and column where it was."""
-    return MANAGED_ATTRIBUTE.sub(lambda match: " " * len(match.group(0)), text)
+    """PTX as gpuemu's parser takes it, every line and column where it was: `.attribute(.managed)` (a __managed__
+    variable, which the runtime mirrors on the host itself) blanked out, and PTX's predefined constant WARP_SZ
+    (nvcc's `warpSize`) written as its value, 32."""
+    text = MANAGED_ATTRIBUTE.sub(lambda match: " " * len(match.group(0)), text)
+    return WARP_SIZE_CONSTANT.sub("32     ", text)
 
 
 MANAGED_ATTRIBUTE = re.compile(r"\.attribute\s*\(\s*\.managed\s*\)")
+WARP_SIZE_CONSTANT = re.compile(r"\bWARP_SZ\b")
 
 
 def binary_symbol(module: Module, name: str) -> Tuple[int, int]:
