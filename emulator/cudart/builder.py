@@ -9,7 +9,7 @@ libgpuocelot.so with ptx_run) is one more Library.
 """
 from __future__ import annotations
 
-import importlib
+import ast
 import os
 import re
 import shutil
@@ -232,11 +232,26 @@ def init_code(library: Library) -> str:
             f"binding.bind(ffi, lib, {library.implementation!r}, {library.filename!r})\n")
 
 
+def implemented_names(module_name: str) -> set:
+    """The functions a module registers with @IMPLEMENTATIONS.error/.query/.value, read from its source (no
+    import: the install-time build runs where gpuemu's dependencies may not be installed yet)."""
+    path = os.path.join(os.path.dirname(HERE), *module_name.split(".")[1:]) + ".py"
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Attribute) and isinstance(decorator.value, ast.Name) \
+                        and decorator.value.id == "IMPLEMENTATIONS":
+                    names.add(node.name)
+    return names
+
+
 def check_implementation(library: Library) -> None:
     """Every prototype has a Python implementation and every implementation a prototype."""
-    module = importlib.import_module(library.implementation)
     declared = {p.name for p in library.read_prototypes()}
-    implemented = set(module.IMPLEMENTATIONS)
+    implemented = implemented_names(library.implementation)
     if declared != implemented:
         missing, extra = sorted(declared - implemented), sorted(implemented - declared)
         raise ValueError(f"{library.filename}: prototypes without implementation {missing}, "
