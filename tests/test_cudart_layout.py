@@ -7,7 +7,7 @@ import pytest
 
 NVCC = shutil.which("nvcc")
 STRUCTS = ("cudaDeviceProp", "cudaPointerAttributes", "cudaFuncAttributes", "cudaPitchedPtr", "cudaExtent",
-           "cudaPos", "cudaMemcpy3DParms", "cudaChannelFormatDesc")
+           "cudaPos", "cudaMemcpy3DParms", "cudaChannelFormatDesc", "cudaLaunchAttribute_st", "cudaLaunchConfig_st")
 
 
 def gpuemu_ffi():

@@ -250,3 +250,13 @@ struct cudaDeviceProp12 {
     int unifiedFunctionPointers;
     int reserved[63];
 };
+
+struct cudaLaunchAttribute_st { int id; char pad[4]; unsigned long long val[8]; };
+struct cudaLaunchConfig_st {
+    dim3 gridDim;
+    dim3 blockDim;
+    size_t dynamicSmemBytes;
+    cudaStream_t stream;
+    struct cudaLaunchAttribute_st *attrs;
+    unsigned int numAttrs;
+};

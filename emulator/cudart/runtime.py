@@ -922,3 +922,69 @@ def cudaStreamGetAttribute(stream, attribute, value):
 @IMPLEMENTATIONS.error
 def cudaCtxResetPersistingL2Cache():
     pass
+
+
+LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
+
+@IMPLEMENTATIONS.error
+def cudaLaunchKernelExC(config, func, args):
+    """cudaLaunchKernelEx: the cooperative attribute is honoured; clusters of more than one block are not emulated."""
+    cooperative = False
+    for index in range(int(config.numAttrs)):
+        attribute = config.attrs[index]
+        words = [int(word) for word in attribute.val]
+        if attribute.id == LAUNCH_ATTRIBUTE_COOPERATIVE:
+            cooperative = bool(words[0] & 0xFFFFFFFF)
+        elif attribute.id == LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+            x, y, z = words[0] & 0xFFFFFFFF, words[0] >> 32, words[1] & 0xFFFFFFFF
+            if (x, y, z) not in ((1, 1, 1), (0, 0, 0)):
+                raise CudaError(codes.NOT_SUPPORTED, f"thread block clusters ({x}x{y}x{z}) are not emulated")
+    _launch(func, config.gridDim, config.blockDim, args, config.dynamicSmemBytes, config.stream, cooperative)
+
+
+#: the device's one memory pool: cudaMallocAsync and cudaMallocFromPoolAsync allocate as cudaMalloc does
+MEMORY_POOL = 0xB0010
+
+
+@IMPLEMENTATIONS.error
+def cudaDeviceGetDefaultMemPool(pool, device):
+    _device_ok(device)
+    _store_pointer(pool, MEMORY_POOL)
+
+
+@IMPLEMENTATIONS.error
+def cudaDeviceGetMemPool(pool, device):
+    return cudaDeviceGetDefaultMemPool(pool, device)
+
+
+def _pool_ok(pool) -> None:
+    if address(pool) != MEMORY_POOL:
+        raise CudaError(codes.INVALID_VALUE, f"0x{address(pool):x} is not a memory pool (gpuemu has one, the default)")
+
+
+_pool_attributes = {}
+
+
+@IMPLEMENTATIONS.error
+def cudaMemPoolSetAttribute(pool, attribute, value):
+    _pool_ok(pool)
+    _pool_attributes[int(attribute)] = bytes(ffi.buffer(ffi.cast("char *", value), 8))
+
+
+@IMPLEMENTATIONS.error
+def cudaMemPoolGetAttribute(pool, attribute, value):
+    _pool_ok(pool)
+    ffi.memmove(value, _pool_attributes.get(int(attribute), bytes(8)), 8)
+
+
+@IMPLEMENTATIONS.error
+def cudaMemPoolTrimTo(pool, keep):
+    _pool_ok(pool)
+
+
+@IMPLEMENTATIONS.error
+def cudaMallocFromPoolAsync(pointer, size, pool, stream):
+    _pool_ok(pool)
+    return cudaMallocAsync(pointer, size, stream)
