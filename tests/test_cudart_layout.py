@@ -1,5 +1,4 @@
 """gpuemu's libcudart lays out CUDA's structs as the installed CUDA headers do: every field's offset, every size."""
-import os
 import shutil
 import subprocess
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict
 
 from ..errors import GpuemuError
 from . import codes

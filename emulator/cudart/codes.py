@@ -1,6 +1,7 @@
 """CUDA's error codes (runtime and driver share the numbers gpuemu returns), their names and one-line meanings."""
 from __future__ import annotations
 
+import re
 from typing import Dict
 
 RUNTIME_NAMES: Dict[int, str] = {
@@ -80,7 +81,12 @@ def driver_name(code: int) -> str:
 
 
 def meaning(code: int) -> str:
-    return MEANINGS.get(code, f"CUDA error {code}")
+    if code in MEANINGS:
+        return MEANINGS[code]
+    name = RUNTIME_NAMES.get(code)
+    if name is None:
+        return "unrecognized error code"
+    return " ".join(re.findall(r"[A-Z][a-z]*|[a-z]+", name[len("cudaError"):])).lower()
 
 
 class CudaError(Exception):

@@ -5,14 +5,12 @@ import ctypes
 import os
 import re
 import sys
-import time
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..api import Device, DevicePointer, Module
+from ..api import Device, Module
 from ..errors import DeviceError, GpuemuError, LaunchError
 from . import codes, fatbin, observers
 from .codes import CudaError
@@ -61,6 +59,8 @@ class Mirror:
     kind: str  # managed, host, registered
     flags: int = 0
     mapped_bytes: int = 0
+    #: the host buffer of a __managed__ variable, kept alive with the mirror
+    storage: object = None
 
 
 @dataclass
@@ -129,6 +129,10 @@ class Context:
     program: str = ""
     reported_missing: set = field(default_factory=set)
     stream_attributes: Dict[Tuple[int, int], bytes] = field(default_factory=dict)
+    #: the cells __cudaRegisterFatBinary hands out as handles, kept alive
+    handle_cells: list = field(default_factory=list)
+    grid_sync_workspace: int = 0
+    snapshots: Dict[int, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self):
         self.program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else _program_name()
@@ -153,6 +157,7 @@ class Context:
             binary.module = None
         self.sticky = 0
         self.last_error = 0
+        self.grid_sync_workspace = 0
 
     # ---- messages ----
     def say(self, text: str) -> None:
@@ -333,8 +338,7 @@ class Context:
     def _place_managed_variable(self, variable: Variable) -> None:
         address, size = binary_symbol(self.module_of(variable.binary), variable.name)
         host = ctypes.create_string_buffer(max(size, 1))
-        self.mirrors[address] = Mirror(ctypes.addressof(host), address, size, "registered")
-        self.mirrors[address].buffer = host
+        self.mirrors[address] = Mirror(ctypes.addressof(host), address, size, "registered", storage=host)
         ctypes.c_void_p.from_address(variable.managed_pointer).value = ctypes.addressof(host)
 
     def symbol(self, host_symbol: int) -> Tuple[int, int]:
@@ -380,7 +384,8 @@ class Context:
         self._mirrors_to_device()
         self.launches += 1
         try:
-            self.observers.launch(kernel, grid, block, args, shared, function.max_dynamic_shared or None, options)
+            self.observers.launch(kernel, grid, block, args, shared, function.max_dynamic_shared or None, options,
+                                  function.binary.ptx or "")
         except LaunchError as error:
             code = codes.FROM_GPUEMU.get(error.cuda_error, codes.LAUNCH_FAILURE)
             if code == codes.INVALID_VALUE:
@@ -401,14 +406,11 @@ class Context:
         if blocks > per_sm * self.properties.multiprocessor_count:
             raise CudaError(codes.COOPERATIVE_LAUNCH_TOO_LARGE, f"cooperative launch of {blocks} blocks: at most "
                             f"{per_sm * self.properties.multiprocessor_count} fit on the device at once")
-        workspace = self.grid_workspace()
+        if not self.grid_sync_workspace:
+            self.grid_sync_workspace = self.memory.alloc(16, align=16, name="grid sync workspace")
+        workspace = self.grid_sync_workspace
         self.memory.write(workspace, np.array([8, 0], dtype=np.uint32).view(np.uint8))
         return {"environment": {1: workspace >> 32, 2: workspace & 0xFFFFFFFF}, "batch_bytes": 1 << 62}
-
-    def grid_workspace(self) -> int:
-        if getattr(self, "_grid_workspace", None) is None:
-            self._grid_workspace = self.memory.alloc(16, align=16, name="grid sync workspace")
-        return self._grid_workspace
 
     def occupancy(self, kernel, threads: int, dynamic_shared: int) -> int:
         """Blocks of `threads` threads that fit on one SM, from warps, registers and shared memory (32 registers a
@@ -424,16 +426,16 @@ class Context:
         return max(0, min(props.max_blocks_per_sm, by_threads, by_registers, by_shared))
 
     def _mirrors_to_device(self) -> None:
-        self._snapshots = {}
+        self.snapshots = {}
         for key, mirror in self.mirrors.items():
             if mirror.size:
                 data = read_host(mirror.host, mirror.size)
                 self.memory.write(mirror.device, data)
-                self._snapshots[key] = data
+                self.snapshots[key] = data
 
     def _mirrors_to_host(self) -> None:
         """Write back the bytes the kernel changed, and only those: another host thread may be writing the rest."""
-        for key, before in getattr(self, "_snapshots", {}).items():
+        for key, before in self.snapshots.items():
             mirror = self.mirrors.get(key)
             if mirror is None:
                 continue
@@ -448,7 +450,7 @@ class Context:
                 starts, ends = starts[:1], ends[-1:]
             for start, end in zip(starts.tolist(), ends.tolist()):
                 write_host(mirror.host + start, after[start:end])
-        self._snapshots = {}
+        self.snapshots = {}
 
 
 def loadable_ptx(text: str) -> str:

@@ -26,14 +26,16 @@ _state = {"initialised": False, "current": [PRIMARY_CONTEXT], "retained": 0}
 def attach(cffi_ffi, cffi_lib) -> None:
     global ffi, lib
     ffi, lib = cffi_ffi, cffi_lib
-    runtime.attach(cffi_ffi, cffi_lib) if runtime.ffi is None else None
+    if runtime.ffi is None:
+        runtime.attach(cffi_ffi, cffi_lib)
 
 
 def failure_value(name: str):
     return None
 
 
-address = lambda pointer: int(ffi.cast("uintptr_t", pointer))  # noqa: E731
+def address(pointer) -> int:
+    return int(ffi.cast("uintptr_t", pointer))
 
 
 def _device_ok(device: int) -> None:

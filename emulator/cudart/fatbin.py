@@ -6,7 +6,7 @@ import ctypes.util
 import re
 import struct
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List
 
 from ..errors import UsageError
 
@@ -89,12 +89,6 @@ def read_wrapper(address: int) -> List[bytes]:
     if magic != WRAPPER_MAGIC:
         raise FatbinError(f"__cudaRegisterFatBinary got no fat binary wrapper (magic 0x{magic:08x})")
     return [ctypes.string_at(data, container_size(data))]
-
-
-def read_image(image: bytes) -> List[bytes]:
-    """The containers of a cuModuleLoadData image: a fat binary in memory (PTX text and cubins are not)."""
-    return [image[:CONTAINER_HEADER.size + CONTAINER_HEADER.unpack_from(image, 0)[3] + 0]] \
-        if len(image) >= CONTAINER_HEADER.size and CONTAINER_HEADER.unpack_from(image, 0)[0] == CONTAINER_MAGIC else []
 
 
 def choose_ptx(entries: List[Entry], device_arch: int, what: str) -> Entry:

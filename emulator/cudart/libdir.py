@@ -7,7 +7,7 @@ import hashlib
 import os
 import stat
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from ..errors import GpuemuError, UsageError
 from . import builder

@@ -47,8 +47,10 @@ class Session:
             raise UsageError(f"GPUEMU_CHECK: unknown checker '{unknown[0]}' (choose from {', '.join(CHECKS)}, all)")
         return names
 
-    def launch(self, kernel, grid, block, args, shared: int, max_dynamic_shared: Optional[int], options: dict):
-        """kernel.launch with this session's observers; reports (stats tables, checker findings) follow it."""
+    def launch(self, kernel, grid, block, args, shared: int, max_dynamic_shared: Optional[int], options: dict,
+               source: str = ""):
+        """kernel.launch with this session's observers; reports (stats tables, checker findings) follow it. source:
+        the module's PTX (a trace's header records its hash)."""
         from ..launch import DEFAULT_MAX_STEPS
         from ..observe import combine
         stderr = _Stream(self.context.write_stderr)
@@ -60,7 +62,7 @@ class Session:
             from ..stats import MemoryStats
             stats = MemoryStats(4)
         if self.trace_directory:
-            trace = self._trace(kernel)
+            trace = self._trace(kernel, source)
         try:
             result = kernel.launch(grid, block, args, shared, max_dynamic_shared=max_dynamic_shared,
                                    observer=combine(checker, stats, trace),
@@ -75,10 +77,10 @@ class Session:
                 plain_name(kernel.name), result.grid, result.block, stats.bank_bytes)) + "\n")
         return result
 
-    def _trace(self, kernel):
+    def _trace(self, kernel, source: str):
         from ..launch import plain_name
         from ..trace import TraceFilter, TraceWriter, trace_header
         number = self.context.launches
         path = os.path.join(self.trace_directory, f"{number:04d}-{plain_name(kernel.name)}.jsonl")
-        header = trace_header(kernel.module.source_name, getattr(kernel.module.syntax, "text", "") or kernel.name)
+        header = trace_header(kernel.module.source_name, source)
         return TraceWriter(open(path, "w", encoding="utf-8"), header, TraceFilter([]), close=True)

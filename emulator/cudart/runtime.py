@@ -72,7 +72,7 @@ def __cudaRegisterFatBinary(fat_cubin):
     containers = fatbin.read_wrapper(address(fat_cubin))
     cell = ffi.new("void *[1]")
     state.register_binary(address(cell), containers, f"{state.program}.ptx")
-    state.__dict__.setdefault("_handles", []).append(cell)
+    state.handle_cells.append(cell)
     return ffi.cast("void **", cell)
 
 
@@ -86,7 +86,7 @@ def __cudaRegisterFatBinaryEnd(handle):
 
 @IMPLEMENTATIONS.value
 def __cudaUnregisterFatBinary(handle):
-    context.get().write_stdout("")
+    """Called from atexit: the modules stay, as other atexit handlers may still use them."""
 
 
 @IMPLEMENTATIONS.value
@@ -467,8 +467,7 @@ def cudaPeekAtLastError():
 
 @IMPLEMENTATIONS.value
 def cudaGetErrorString(error):
-    return _c_string(codes.meaning(int(error)) if int(error) in codes.MEANINGS or int(error) in codes.RUNTIME_NAMES
-                     else "unrecognized error code")
+    return _c_string(codes.meaning(int(error)))
 
 
 @IMPLEMENTATIONS.value
