@@ -155,3 +155,22 @@ def test_driver_api_modules_launches_links_and_entry_points(cuda_programs):
                              "cubin image: CUDA_ERROR_NO_BINARY_FOR_GPU\n"
                              "PASS\n")
     assert "is a cubin (SASS for one GPU); gpuemu runs PTX" in result.stderr
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("GPUEMU_CHECK", "bogus", "gpuemu: error: GPUEMU_CHECK: unknown checker 'bogus'"),
+    ("GPUEMU_DEVICE", "cores=7", "gpuemu: error: GPUEMU_DEVICE: 'cores=7' is not FIELD=VALUE"),
+    ("GPUEMU_MAX_STEPS", "many", "gpuemu: error: GPUEMU_MAX_STEPS=many is not a positive whole number"),
+])
+def test_bad_setting_stops_the_program_with_one_line(cuda_programs, variable, value, message):
+    result = run(cuda_programs, "vector_add", **{variable: value})
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
+
+
+def test_memory_checker_reports_each_invalid_access_once(cuda_programs):
+    result = run(cuda_programs, "fault", GPUEMU_CHECK="mem")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stderr.count("========= Invalid __global__ write of size 4 bytes") == 64
+    assert "gpuemu: kernel fault: CUDA_ERROR_ILLEGAL_ADDRESS: 64 invalid memory accesses" in result.stderr

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import threading
 from typing import Callable, Dict
@@ -46,9 +47,10 @@ def bind(ffi, lib, implementation: str, library_name: str) -> None:
                                   lambda: lib.gpuemu_flush())
         try:
             context.get()
-        except GpuemuError as error:
-            sys.stderr.write(f"gpuemu: {error}\n")
-            return 0
+        except GpuemuError as error:  # a bad GPUEMU_CHECK or GPUEMU_DEVICE: stop, as gpuemu's command line does
+            sys.stderr.write(f"gpuemu: error: {error}\n")
+            lib.gpuemu_flush()
+            os._exit(error.exit_status)
         return 1
 
     @ffi.def_extern(name="py_gpuemu_missing")

@@ -43,6 +43,8 @@ class Prototype:
         return f"{self.returns}{'' if self.returns.endswith('*') else ' '}{name}({self.params})"
 
     def failure(self) -> Optional[str]:
+        if "char" in self.returns and "*" in self.returns:
+            return '"gpuemu could not start"'
         if "*" in self.returns:
             return "NULL"
         if self.returns.strip() == "void":

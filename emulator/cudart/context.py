@@ -395,7 +395,7 @@ class Context:
         except DeviceError as error:
             self.sticky = codes.FROM_GPUEMU.get(error.cuda_error, codes.LAUNCH_FAILURE)
             self.fault_seen = False
-            report = error.report if error.report != error.summary else ""
+            report = error.report if error.report != error.summary and not self.observers.reports_faults else ""
             self.write_stderr((report + "\n" if report else "") + f"gpuemu: kernel fault: {error.summary}\n")
         finally:
             self._mirrors_to_host()

@@ -34,7 +34,21 @@ class Session:
         self.trace_directory = environ.get("GPUEMU_TRACE", "") or None
         if self.trace_directory:
             os.makedirs(self.trace_directory, exist_ok=True)
-        self.max_steps = int(environ.get("GPUEMU_MAX_STEPS", "0") or 0) or None
+        self.max_steps = self._positive(environ.get("GPUEMU_MAX_STEPS", ""), "GPUEMU_MAX_STEPS")
+        #: with the mem checker on, a faulting launch's accesses are in the checker's report already
+        self.reports_faults = "mem" in self.checks
+
+    @staticmethod
+    def _positive(text: str, name: str) -> Optional[int]:
+        if not text.strip():
+            return None
+        try:
+            value = int(text, 0)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise UsageError(f"{name}={text} is not a positive whole number")
+        return value
 
     @staticmethod
     def _checks(text: str) -> List[str]:
