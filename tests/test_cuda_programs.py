@@ -174,3 +174,15 @@ def test_memory_checker_reports_each_invalid_access_once(cuda_programs):
     assert result.returncode == 3, result.stdout + result.stderr
     assert result.stderr.count("========= Invalid __global__ write of size 4 bytes") == 64
     assert "gpuemu: kernel fault: CUDA_ERROR_ILLEGAL_ADDRESS: 64 invalid memory accesses" in result.stderr
+
+
+def test_gpuemu_debug_opens_the_debugger_at_the_first_launch_then_the_program_goes_on(cuda_programs):
+    directory, out = cuda_programs
+    env = dict(os.environ, LD_LIBRARY_PATH=directory, GPUEMU_DEBUG="add")
+    result = subprocess.run([str(out / "vector_add")], input="break add\nrun\ncontinue\nquit\n", capture_output=True,
+                            text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Breakpoint 1, add<<<(20,1,1),(256,1,1)>>>" in result.stdout
+    assert "[Termination of CUDA Kernel 1 (add<<<(20,1,1),(256,1,1)>>>) on Device 0]" in result.stdout
+    assert result.stdout.endswith("blocks 20, threads 256, c[4999] = -1499.5\nPASS\n")
+    assert "GPUEMU_DEBUG: the first launch of add" in result.stderr

@@ -247,6 +247,19 @@ class Context:
             raise CudaError(codes.HOST_MEMORY_NOT_REGISTERED)
         self.free_mirror(host)
 
+    def allocation_end(self, address: int) -> Optional[int]:
+        """The end of the cudaMalloc or mapped allocation holding address (None: none holds it)."""
+        for start, size in self.allocations.items():
+            if start <= address < start + max(size, 1):
+                return start + size
+        mirror = self.find_mirror(address, "device")
+        return mirror.device + mirror.size if mirror is not None else None
+
+    def flush(self) -> None:
+        """Everything written to the C library's streams so far, out."""
+        if _C_STREAMS:
+            _C_STREAMS["flush"]()
+
     def find_mirror(self, address: int, by: str = "host") -> Optional[Mirror]:
         for mirror in self.mirrors.values():
             start = getattr(mirror, by)

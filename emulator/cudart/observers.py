@@ -1,10 +1,15 @@
-"""gpuemu's checkers, counters and traces for every launch of a whole program, turned on by environment variables:
-GPUEMU_CHECK=race,sync,init,mem, GPUEMU_STATS=1, GPUEMU_TRACE=directory. The only module of emulator.cudart that
-reaches into gpuemu's internals (emulator.checks, .stats, .trace, .observe)."""
+"""gpuemu's checkers, counters, traces and debugger for the launches of a whole program, turned on by environment
+variables: GPUEMU_CHECK=race,sync,init,mem, GPUEMU_STATS=1, GPUEMU_TRACE=directory, GPUEMU_DEBUG=kernel. The only
+module of emulator.cudart that reaches into gpuemu's internals (emulator.checks, .stats, .trace, .observe, .cli,
+.debugger)."""
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 from typing import List, Optional
+
+import numpy as np
 
 from ..errors import UsageError
 
@@ -37,6 +42,7 @@ class Session:
         self.max_steps = self._positive(environ.get("GPUEMU_MAX_STEPS", ""), "GPUEMU_MAX_STEPS")
         #: with the mem checker on, a faulting launch's accesses are in the checker's report already
         self.reports_faults = "mem" in self.checks
+        self.debug_kernel = environ.get("GPUEMU_DEBUG", "").strip() or None
 
     @staticmethod
     def _positive(text: str, name: str) -> Optional[int]:
@@ -67,6 +73,9 @@ class Session:
         the module's PTX (a trace's header records its hash)."""
         from ..launch import DEFAULT_MAX_STEPS
         from ..observe import combine
+        if self.debug_kernel is not None and self.debug_kernel in (kernel.name, _plain(kernel.name)):
+            self.debug_kernel = None
+            self._debug(kernel, grid, block, args, shared, max_dynamic_shared, source)
         stderr = _Stream(self.context.write_stderr)
         checker = stats = trace = None
         if self.checks:
@@ -98,3 +107,48 @@ class Session:
         path = os.path.join(self.trace_directory, f"{number:04d}-{plain_name(kernel.name)}.jsonl")
         header = trace_header(kernel.module.source_name, source)
         return TraceWriter(open(path, "w", encoding="utf-8"), header, TraceFilter([]), close=True)
+
+
+    def _debug(self, kernel, grid, block, args, shared: int, max_dynamic_shared: Optional[int], source: str) -> None:
+        """gpuemu's debugger on a copy of this launch, on the program's terminal; the program then goes on with the
+        real launch. A pointer argument becomes a copy of the allocation it points into (from that byte to the
+        allocation's end), __device__ and __constant__ variables their current bytes."""
+        from ..cli import build_parser
+        from ..debugger import command_debug
+        context = self.context
+        directory = tempfile.mkdtemp(prefix="gpuemu-debug-")
+        ptx = os.path.join(directory, f"{_plain(kernel.name)}.ptx")
+        with open(ptx, "w", encoding="utf-8") as handle:
+            handle.write(source)
+        argv = ["debug", ptx, "--kernel", kernel.name, "--grid", ",".join(map(str, grid)),
+                "--block", ",".join(map(str, block)), "--shared", str(shared)]
+        if max_dynamic_shared:
+            argv += ["--max-dynamic-shared", str(max_dynamic_shared)]
+        for index, (param, value) in enumerate(zip(kernel.params, args)):
+            raw = np.asarray(value).reshape(1).view(np.uint8)
+            pointer = int(raw.view(np.uint64)[0]) if param.size == 8 else 0
+            end = context.allocation_end(pointer) if pointer else None
+            if end is not None:
+                path = os.path.join(directory, f"arg{index}.npy")
+                np.save(path, context.read(pointer, end - pointer, "device"), allow_pickle=False)
+                argv += ["--arg", "@" + path]
+            else:
+                argv += ["--arg", "bytes:" + raw.tobytes().hex()]
+        for name, symbol in kernel.module.symbols.items():
+            if symbol.space in ("global", "const") and not name.startswith("$"):
+                address, size = kernel.module.global_address(name)
+                path = os.path.join(directory, f"symbol-{len(argv)}.npy")
+                np.save(path, context.memory.read(address, size), allow_pickle=False)
+                argv += ["--const", f"{name}=@{path}"]
+        context.flush()
+        sys.__stderr__.write(f"gpuemu: GPUEMU_DEBUG: the first launch of {_plain(kernel.name)}; the program goes on "
+                             f"when the debugger quits\n")
+        command_debug(build_parser("debug").parse_args(argv), stdin=sys.__stdin__, stdout=sys.__stdout__,
+                      stderr=sys.__stderr__)
+        sys.__stdout__.flush()
+        sys.__stderr__.flush()
+
+
+def _plain(name: str) -> str:
+    from ..launch import plain_name
+    return plain_name(name)
