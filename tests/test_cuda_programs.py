@@ -77,6 +77,7 @@ def run(cuda_programs, name, **environment):
     ("grid_sync", "cooperative launch supported: 1, sums[0] = 257, sums[255] = 257\nPASS\n"),
     ("dynamic_shared", "without opting in: cudaErrorInvalidConfiguration; after: hf[0] = 16383, hd[0] = -16383\nPASS\n"),
     ("zero_copy_pitch", "host[499] = 1497, pitch >= row: yes, image[6][99] = 105\nPASS\n"),
+    ("memory_forms", "registered[299] = 1299, volume[2][4][6] = 246, row[15] = 0xAB, peer copy 77\nPASS\n"),
 ])
 def test_course_program_passes_its_own_check(cuda_programs, name, expected):
     result = run(cuda_programs, name)
