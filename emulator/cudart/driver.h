@@ -97,3 +97,15 @@ CUresult cuLinkAddData_v2(void *state, int type, void *data, size_t size, const 
 CUresult cuLinkAddFile_v2(void *state, int type, const char *path, unsigned int numOptions, int *options, void **optionValues);
 CUresult cuLinkComplete(void *state, void **cubinOut, size_t *sizeOut);
 CUresult cuLinkDestroy(void *state);
+CUresult cuLibraryLoadData(void **library, const void *code, int *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, int *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions);
+CUresult cuLibraryLoadFromFile(void **library, const char *fileName, int *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, int *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions);
+CUresult cuLibraryUnload(void *library);
+CUresult cuLibraryGetKernel(void **pKernel, void *library, const char *name);
+CUresult cuLibraryGetKernelCount(unsigned int *count, void *lib);
+CUresult cuLibraryEnumerateKernels(void **kernels, unsigned int numKernels, void *lib);
+CUresult cuLibraryGetModule(void **pMod, void *library);
+CUresult cuLibraryGetGlobal(unsigned long long *dptr, size_t *bytes, void *library, const char *name);
+CUresult cuKernelGetFunction(void **pFunc, void *kernel);
+CUresult cuKernelGetAttribute(int *pi, int attrib, void *kernel, int dev);
+CUresult cuKernelSetAttribute(int attrib, int val, void *kernel, int dev);
+CUresult cuKernelGetName(const char **name, void *hfunc);

@@ -253,8 +253,8 @@ def _load_image(cell, image: bytes, name: str) -> None:
     if image[:4] == fatbin.CONTAINER_MAGIC.to_bytes(4, "little"):
         binary.entries = fatbin.parse_container(image)
     elif image[:4] == fatbin.ELF_MAGIC:
-        raise CudaError(209, f"{name} is a cubin (SASS for one GPU); gpuemu runs PTX: load the PTX (for NVRTC, "
-                        f"nvrtcGetPTX; for CuPy, set CUPY_COMPILE_WITH_PTX=1)")
+        raise CudaError(209, f"{name} is a cubin (SASS for one GPU); gpuemu runs PTX: load the PTX instead (from "
+                        f"NVRTC, nvrtcGetPTX rather than nvrtcGetCUBIN)")
     else:
         binary.ptx = context.loadable_ptx(image.split(b"\0", 1)[0].decode("utf-8", "replace"))
     state.binaries[handle] = binary
@@ -781,3 +781,74 @@ def cuLinkComplete(handle, image, size):
 def cuLinkDestroy(handle):
     _link(handle)
     del _links[address(handle)]
+
+
+# ---- libraries (CUDA 12's context-independent modules): a library is a module, a kernel is its function ----
+
+@IMPLEMENTATIONS.error
+def cuLibraryLoadData(cell, code, jit_options, jit_values, jit_count, options, values, count):
+    return cuModuleLoadData(cell, code)
+
+
+@IMPLEMENTATIONS.error
+def cuLibraryLoadFromFile(cell, file_name, jit_options, jit_values, jit_count, options, values, count):
+    return cuModuleLoad(cell, file_name)
+
+
+@IMPLEMENTATIONS.error
+def cuLibraryUnload(library):
+    return cuModuleUnload(library)
+
+
+@IMPLEMENTATIONS.error
+def cuLibraryGetKernel(cell, library, name):
+    return cuModuleGetFunction(cell, library, name)
+
+
+@IMPLEMENTATIONS.error
+def cuLibraryGetKernelCount(count, library):
+    count[0] = len(context.get().module_of(_module(library)).kernel_names)
+
+
+@IMPLEMENTATIONS.error
+def cuLibraryEnumerateKernels(kernels, count, library):
+    state = context.get()
+    binary = _module(library)
+    for index, name in enumerate(state.module_of(binary).kernel_names[:int(count)]):
+        handle = state.new_handle()
+        state.functions[handle] = context.Function(binary, name)
+        kernels[index] = ffi.cast("void *", handle)
+
+
+@IMPLEMENTATIONS.error
+def cuLibraryGetModule(cell, library):
+    _module(library)
+    _store(cell, address(library))
+
+
+@IMPLEMENTATIONS.error
+def cuLibraryGetGlobal(pointer, size, library, name):
+    return cuModuleGetGlobal_v2(pointer, size, library, name)
+
+
+@IMPLEMENTATIONS.error
+def cuKernelGetFunction(cell, kernel):
+    context.get().function(address(kernel))
+    _store(cell, address(kernel))
+
+
+@IMPLEMENTATIONS.error
+def cuKernelGetAttribute(value, attribute, kernel, device):
+    _device_ok(device)
+    return cuFuncGetAttribute(value, attribute, kernel)
+
+
+@IMPLEMENTATIONS.error
+def cuKernelSetAttribute(attribute, value, kernel, device):
+    _device_ok(device)
+    return cuFuncSetAttribute(kernel, attribute, value)
+
+
+@IMPLEMENTATIONS.error
+def cuKernelGetName(name, kernel):
+    return cuFuncGetName(name, kernel)
