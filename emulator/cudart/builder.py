@@ -311,5 +311,6 @@ def build_all(directory: str, *, verbose: bool = False) -> Dict[str, str]:
         try:
             results[library.filename] = build(library, directory, verbose=verbose)
         except Exception as error:  # a missing compiler or header: the other libraries may still build
-            results[library.filename] = f"not built: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            first_line = str(error).splitlines()[0] if str(error) else ""
+            results[library.filename] = f"not built: {type(error).__name__}: {first_line}"
     return results

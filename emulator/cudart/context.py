@@ -1,4 +1,5 @@
-"""The process's one emulated GPU behind libcudart and libcuda: memory, host-visible regions, modules, launches, errors."""
+"""The process's one emulated GPU behind libcudart and libcuda: memory, host-visible regions, modules, launches and
+errors."""
 from __future__ import annotations
 
 import ctypes
@@ -46,8 +47,7 @@ def write_host(address: int, data: np.ndarray) -> None:
 
 
 def plain(name: str) -> str:
-    from ..launch import plain_name
-    return plain_name(name)
+    return observers.plain_name(name)
 
 
 @dataclass
@@ -434,8 +434,9 @@ class Context:
         warps = (threads + 31) // 32
         by_threads = props.max_threads_per_sm // (warps * 32)
         by_registers = props.registers_per_sm // (warps * 32 * props.registers_per_thread)
-        shared = kernel.program.static_shared + dynamic_shared
-        by_shared = (props.shared_per_sm // (shared + props.reserved_shared_per_block)) if shared else props.max_blocks_per_sm
+        shared = observers.kernel_resources(kernel).static_shared + dynamic_shared
+        by_shared = props.shared_per_sm // (shared + props.reserved_shared_per_block) if shared \
+            else props.max_blocks_per_sm
         return max(0, min(props.max_blocks_per_sm, by_threads, by_registers, by_shared))
 
     def _mirrors_to_device(self) -> None:

@@ -68,7 +68,8 @@ def parse_container(data: bytes) -> List[Entry]:
         if entry_header < ENTRY_HEADER.size or offset + entry_header + padded_size > end:
             raise FatbinError(f"fat binary entry at offset {offset} runs past the end")
         start = offset + entry_header
-        size = compressed_size if (flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD)) and compressed_size else padded_size
+        compressed = flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD)
+        size = compressed_size if compressed and compressed_size else padded_size
         entries.append(Entry(kind, arch, bytes(data[start:start + size]), flags, uncompressed))
         offset = start + padded_size
     return entries
@@ -104,7 +105,8 @@ def choose_ptx(entries: List[Entry], device_arch: int, what: str) -> Entry:
     archs = ", ".join(f"sm_{arch}" for arch in cubins)
     arch = cubins[-1]
     raise FatbinError(f"{what}: the fat binary holds only SASS ({archs}) and no PTX; gpuemu runs PTX: rebuild with "
-                      f"-gencode arch=compute_{arch},code=[sm_{arch},compute_{arch}] (or plain nvcc without -arch=sm_XX)")
+                      f"-gencode arch=compute_{arch},code=[sm_{arch},compute_{arch}] "
+                      f"(or plain nvcc without -arch=sm_XX)")
 
 
 def ptx_kernels(text: str) -> List[str]:

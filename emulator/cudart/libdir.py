@@ -21,7 +21,8 @@ def build_key() -> str:
     digest = hashlib.sha256()
     digest.update(sys.executable.encode())
     digest.update(builder.HERE.encode())
-    names = list(INPUTS) + sorted(os.path.join("exports", name) for name in os.listdir(os.path.join(builder.HERE, "exports")))
+    exports = os.listdir(os.path.join(builder.HERE, "exports"))
+    names = list(INPUTS) + sorted(os.path.join("exports", name) for name in exports)
     for name in names:
         path = os.path.join(builder.HERE, name)
         if os.path.exists(path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from typing import List, Optional
 
 import numpy as np
@@ -152,3 +153,22 @@ class Session:
 def _plain(name: str) -> str:
     from ..launch import plain_name
     return plain_name(name)
+
+
+plain_name = _plain
+
+
+@dataclass
+class KernelResources:
+    """What cudaFuncGetAttributes and occupancy need from a kernel's lowered program."""
+    static_shared: int
+    local_bytes: int
+    const_bytes: int
+    max_threads: Optional[int]
+
+
+def kernel_resources(kernel) -> KernelResources:
+    program = kernel.program
+    limit = program.directives.get("maxntid")
+    return KernelResources(program.static_shared, program.local_bytes, kernel.module.const_size,
+                           int(np.prod(limit)) if limit else None)

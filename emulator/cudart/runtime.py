@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
-from . import codes, context, fatbin
+from . import codes, context, fatbin, observers
 from .binding import Implementations
 from .codes import CudaError
 
@@ -179,18 +177,17 @@ def cudaFuncGetName(name, func):
 def cudaFuncGetAttributes(attributes, func):
     state = context.get()
     function = state.function(address(func))
-    program = state.kernel_of(function).program
-    attributes.sharedSizeBytes = program.static_shared
-    attributes.constSizeBytes = state.module_of(function.binary).const_size
-    attributes.localSizeBytes = program.local_bytes
-    attributes.maxThreadsPerBlock = int(np.prod(program.directives["maxntid"])) if "maxntid" in program.directives \
-        else state.properties["maxThreadsPerBlock"]
+    resources = observers.kernel_resources(state.kernel_of(function))
+    attributes.sharedSizeBytes = resources.static_shared
+    attributes.constSizeBytes = resources.const_bytes
+    attributes.localSizeBytes = resources.local_bytes
+    attributes.maxThreadsPerBlock = resources.max_threads or state.properties["maxThreadsPerBlock"]
     attributes.numRegs = state.properties.registers_per_thread
     attributes.ptxVersion = state.properties.arch_number
     attributes.binaryVersion = state.properties.arch_number
     attributes.cacheModeCA = 0
     attributes.maxDynamicSharedSizeBytes = function.max_dynamic_shared or \
-        state.properties["sharedMemPerBlock"] - program.static_shared
+        state.properties["sharedMemPerBlock"] - resources.static_shared
     attributes.preferredShmemCarveout = -1
 
 
@@ -199,7 +196,8 @@ def cudaFuncSetAttribute(func, attribute, value):
     state = context.get()
     function = state.function(address(func))
     if attribute == MAX_DYNAMIC_SHARED_ATTRIBUTE:
-        limit = state.properties["sharedMemPerBlockOptin"] - state.kernel_of(function).program.static_shared
+        static_shared = observers.kernel_resources(state.kernel_of(function)).static_shared
+        limit = state.properties["sharedMemPerBlockOptin"] - static_shared
         if not 0 <= value <= limit:
             raise CudaError(codes.INVALID_VALUE, f"cudaFuncAttributeMaxDynamicSharedMemorySize {value} is outside "
                             f"0..{limit}")
@@ -232,9 +230,9 @@ def cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, func, block_s
 @IMPLEMENTATIONS.error
 def cudaOccupancyAvailableDynamicSMemPerBlock(size, func, blocks, block_size):
     state = context.get()
-    program = state.kernel_of(state.function(address(func))).program
+    static_shared = observers.kernel_resources(state.kernel_of(state.function(address(func)))).static_shared
     per_block = state.properties.shared_per_sm // max(int(blocks), 1) - state.properties.reserved_shared_per_block
-    size[0] = max(0, min(per_block, state.properties["sharedMemPerBlockOptin"]) - program.static_shared)
+    size[0] = max(0, min(per_block, state.properties["sharedMemPerBlockOptin"]) - static_shared)
 
 
 # ---- device ----
@@ -660,10 +658,10 @@ def cudaMemcpy3D(p):
     src, dst = p.srcPtr, p.dstPtr
     for z in range(depth):
         for y in range(height):
-            source = address(src.ptr) + ((int(p.srcPos.z) + z) * int(src.ysize) + int(p.srcPos.y) + y) * int(src.pitch) \
-                + int(p.srcPos.x)
-            target = address(dst.ptr) + ((int(p.dstPos.z) + z) * int(dst.ysize) + int(p.dstPos.y) + y) * int(dst.pitch) \
-                + int(p.dstPos.x)
+            source_row = (int(p.srcPos.z) + z) * int(src.ysize) + int(p.srcPos.y) + y
+            target_row = (int(p.dstPos.z) + z) * int(dst.ysize) + int(p.dstPos.y) + y
+            source = address(src.ptr) + source_row * int(src.pitch) + int(p.srcPos.x)
+            target = address(dst.ptr) + target_row * int(dst.pitch) + int(p.dstPos.x)
             state.copy(target, source, width, int(p.kind))
 
 
