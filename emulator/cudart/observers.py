@@ -1,7 +1,7 @@
 """gpuemu's checkers, counters, traces and debugger for the launches of a whole program, turned on by environment
 variables: GPUEMU_CHECK=race,sync,init,mem, GPUEMU_STATS=1, GPUEMU_TRACE=directory, GPUEMU_DEBUG=kernel. The only
-module of emulator.cudart that reaches into gpuemu's internals (emulator.checks, .stats, .trace, .observe, .cli,
-.debugger)."""
+module of emulator.cudart that reaches into gpuemu's internals (emulator.observers, emulator.machine.observe,
+emulator.runtime, emulator.cli)."""
 from __future__ import annotations
 
 import os
@@ -59,7 +59,7 @@ class Session:
 
     @staticmethod
     def _checks(text: str) -> List[str]:
-        from ..checks import CHECKS
+        from emulator.observers.checks import CHECKS
         names = [name.strip() for name in text.split(",") if name.strip()]
         if "all" in names:
             return list(CHECKS)
@@ -72,18 +72,18 @@ class Session:
                source: str = ""):
         """kernel.launch with this session's observers; reports (stats tables, checker findings) follow it. source:
         the module's PTX (a trace's header records its hash)."""
-        from ..launch import DEFAULT_MAX_STEPS
-        from ..observe import combine
+        from emulator.runtime.launch import DEFAULT_MAX_STEPS
+        from emulator.machine.observe import combine
         if self.debug_kernel is not None and self.debug_kernel in (kernel.name, _plain(kernel.name)):
             self.debug_kernel = None
             self._debug(kernel, grid, block, args, shared, max_dynamic_shared, source)
         stderr = _Stream(self.context.write_stderr)
         checker = stats = trace = None
         if self.checks:
-            from ..checks import CheckSession
+            from emulator.observers.checks import CheckSession
             checker = CheckSession(self.checks, stream=stderr)
         if self.stats:
-            from ..stats import MemoryStats
+            from emulator.observers.stats import MemoryStats
             stats = MemoryStats(4)
         if self.trace_directory:
             trace = self._trace(kernel, source)
@@ -95,15 +95,15 @@ class Session:
             if trace is not None:
                 trace.stream.close()
         if stats is not None:
-            from ..launch import plain_name
-            from ..stats import format_table, launch_title
+            from emulator.runtime.names import plain_name
+            from emulator.observers.stats import format_table, launch_title
             self.context.write_stderr(format_table(stats.kernel_counters(), launch_title(
                 plain_name(kernel.name), result.grid, result.block, stats.bank_bytes)) + "\n")
         return result
 
     def _trace(self, kernel, source: str):
-        from ..launch import plain_name
-        from ..trace import TraceFilter, TraceWriter, trace_header
+        from emulator.runtime.names import plain_name
+        from emulator.observers.trace import TraceFilter, TraceWriter, trace_header
         number = self.context.launches
         path = os.path.join(self.trace_directory, f"{number:04d}-{plain_name(kernel.name)}.jsonl")
         header = trace_header(kernel.module.source_name, source)
@@ -114,8 +114,8 @@ class Session:
         """gpuemu's debugger on a copy of this launch, on the program's terminal; the program then goes on with the
         real launch. A pointer argument becomes a copy of the allocation it points into (from that byte to the
         allocation's end), __device__ and __constant__ variables their current bytes."""
-        from ..cli import build_parser
-        from ..debugger import command_debug
+        from emulator.cli import build_parser
+        from emulator.cli.debug import command_debug
         context = self.context
         directory = tempfile.mkdtemp(prefix="gpuemu-debug-")
         ptx = os.path.join(directory, f"{_plain(kernel.name)}.ptx")
@@ -151,7 +151,7 @@ class Session:
 
 
 def _plain(name: str) -> str:
-    from ..launch import plain_name
+    from emulator.runtime.names import plain_name
     return plain_name(name)
 
 
