@@ -69,4 +69,6 @@ def special_value(batch, name: str):
         return np.uint32(1)
     if base == "gridid":
         return np.uint64(config.grid_id)
+    if base.startswith("envreg"):
+        return np.uint32(config.environment.get(int(base[len("envreg"):]), 0))
     return np.uint32(0)

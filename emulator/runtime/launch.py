@@ -89,6 +89,7 @@ class Launch:
         self.spin_limit = int(spin_limit) if spin_limit is not None else self.device.spin_limit
         #: set by a checker in begin_launch: give the shared and local windows a sink past their end
         self.fault_sink = False
+        self.environment: Dict[int, int] = {}
         self.const_base = kernel.module.const_base
         self.const_size = kernel.module.const_size
         self.module_banks = getattr(kernel.module, "banks", {})
@@ -194,7 +195,8 @@ class Launch:
                                    self.module_banks)
         return LaunchConfig(self.grid, self.block, self.dynamic_shared, self.shared_bytes, self.arch,
                             self.spin_limit, self.const_base, self.const_size, self.param_base,
-                            self.program.param_bytes, self.grid_id, self.device.write_stdout, banks)
+                            self.program.param_bytes, self.grid_id, self.device.write_stdout, banks,
+                            dict(self.environment))
 
     def _run_batches(self, stats: LaunchStats, max_steps: int, batch_bytes: int, progress) -> None:
         config = self.config

@@ -219,15 +219,18 @@ class Kernel:
     def launch(self, grid, block, args: Sequence, shared: int = 0, *, max_steps: int = DEFAULT_MAX_STEPS,
                observer=None, policy=None, max_dynamic_shared: Optional[int] = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, arch: Union[str, int, None] = None,
-               spin_limit: Optional[int] = None, progress=None) -> LaunchStats:
+               spin_limit: Optional[int] = None, progress=None,
+               environment: Optional[Dict[int, int]] = None) -> LaunchStats:
         """Run the kernel; numpy array arguments are copied to the device and written back in place.
 
         observer: an emulator.observe.Observer (statistics, traces, checkers, debugger); policy: a
         scheduling policy object with select(batch) (and optionally turn_limit) replacing the default
         lowest-pc-first choice of the next group of threads. arch and spin_limit default to the device's.
-        progress: called with (CTAs done, CTAs in all) after each batch of CTAs."""
+        progress: called with (CTAs done, CTAs in all) after each batch of CTAs. environment: the values of
+        %envreg0..31 (a driver's; a cooperative launch's grid-sync workspace is %envreg1:%envreg2)."""
         launch = Launch(self, dim3(grid, "grid"), dim3(block, "block"), shared, observer=observer, policy=policy,
                         max_dynamic_shared=max_dynamic_shared, arch=arch, spin_limit=spin_limit)
+        launch.environment = dict(environment or {})
         return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress)
 
 
