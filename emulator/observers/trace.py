@@ -255,8 +255,9 @@ class TraceWriter(Observer):
         if instr.pc not in self.seen_pcs:
             self.seen_pcs.add(instr.pc)
             record = {"instr": instr.pc, "line": instr.line, "text": " ".join(instr.text.split())}
-            if instr.source is not None:
-                record["src"] = f"{os.path.basename(instr.source[0])}:{instr.source[1]}"
+            source = instr.user_source
+            if source is not None:
+                record["src"] = f"{os.path.basename(source[0])}:{source[1]}"
             self._write(record)
         destinations = _destinations(instr)
         access_values = [self._access_values(batch, *access) for access in self.accesses]
