@@ -12,7 +12,7 @@ import numpy as np
 from isa.types import TYPES
 
 from emulator import ir
-from emulator.base.errors import PTXSemanticError, UsageError
+from emulator.base.errors import PTXSemanticError, PTXSyntaxError, UsageError
 from emulator.frontend import cuda
 from emulator.frontend.ptx import syntax as S
 from emulator.frontend.ptx.cache import parse_cached
@@ -50,11 +50,28 @@ class Device:
         stream.write(text)
 
 
+def check_source_text(text, source_name: str) -> None:
+    """Source text is a str of Unicode characters: a lone surrogate (from Python text that was never UTF-8) is a
+    syntax error at its line and column."""
+    if not isinstance(text, str):
+        raise UsageError(f"{source_name}: the source must be text (str), not {describe_value(text)}")
+    match = _SURROGATE.search(text)
+    if match is not None:
+        line = text.count("\n", 0, match.start()) + 1
+        col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+        raise PTXSyntaxError(source_name, line, col, f"character U+{ord(match.group()):04X} is a lone surrogate, "
+                                                     f"not a Unicode character (the text was never valid UTF-8)")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class Module:
     """A PTX module loaded into a device: globals allocated, constants initialised, kernels on demand."""
 
     def __new__(cls, text: str = "", source_name: str = "<ptx>", device: Optional[Device] = None):
         """Module(text) of a SASS listing (a .sass file, cuobjdump -sass output) is a SassModule."""
+        check_source_text(text, source_name)
         if cls is Module and looks_like_sass(text, source_name):
             return super().__new__(SassModule)
         return super().__new__(cls)
@@ -267,6 +284,7 @@ def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = N
     if not isinstance(source, str):
         raise UsageError(f"load() takes a path, PTX text or UTF-8 bytes, not {describe_value(source)}")
     if language == "cuda":
+        check_source_text(source, "<cuda>")
         return load_cuda(source, device=device, options=options)
     return Module(source, "<ptx>", device)
 
