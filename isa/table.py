@@ -712,6 +712,20 @@ def _cvt_check(d: Decoded) -> Optional[str]:
     return None
 
 
+def _mma_check(d: Decoded) -> Optional[str]:
+    """mma.sync: a and b of one floating-point type (8-bit integers and fp8 may mix), accumulators of the width the
+    inputs give (f64 → f64, f16 → f16 or f32, bf16/tf32/fp8 → f32, integers → s32)."""
+    dtype, atype, btype, ctype = d.types
+    integers, fp8 = ("s8", "u8"), ("e4m3", "e5m2")
+    if atype != btype and not ({atype, btype} <= set(integers) or {atype, btype} <= set(fp8)):
+        return f"mma multiplies .{atype} by .{btype}: a and b must have one type"
+    wanted = {"f64": ("f64",), "f16": ("f16", "f32"), "s8": ("s32",), "u8": ("s32",)}.get(atype, ("f32",))
+    for role, t in (("d", dtype), ("c", ctype)):
+        if t not in wanted:
+            return f"mma with .{atype} inputs accumulates in {' or '.join('.' + w for w in wanted)}, not .{t} ({role})"
+    return None
+
+
 FAMILIES: Tuple[Family, ...] = (
     # integer and float arithmetic
     Family("add", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("rnd", "ftz", "sat", "cc"), semantics=_add,
@@ -880,7 +894,7 @@ FAMILIES: Tuple[Family, ...] = (
            op_class="mbarrier", type_optional=True, semantics=_plain(tensor.mbarrier_settle),
            doc="asynchronous barrier objects in shared memory"),
     Family("mma", "T0 <- T1, T2, T3", (MMA_TYPES, MMA_TYPES, MMA_TYPES, MMA_TYPES),
-           ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma", semantics=_mma,
+           ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma", semantics=_mma, check=_mma_check,
            doc="warp-wide tensor-core multiply-accumulate"),
     Family("wgmma", "<-", (("f16", "f32", "s32"), WGMMA_INPUTS, WGMMA_INPUTS),
            ("wgmmaop", "sync", "aligned", "wgmmashape", "satfinite"), op_class="wgmma", optional_slots=3,

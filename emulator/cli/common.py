@@ -84,6 +84,15 @@ def positive_int(text: str) -> int:
     return value
 
 
+def memory_size(text: str) -> int:
+    """argparse type: a size such as 4G, 512M or 1000000 (bytes)."""
+    from emulator.runtime.budget import parse_size
+    try:
+        return parse_size(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def check_output_path(path: str, flag: str) -> None:
     """Fail before the run, not after it, when an output file could not be written there."""
     if os.path.isdir(path):
@@ -124,6 +133,9 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where to look for the CUDA sources the PTX's .file names (default: only beside the PTX)")
     parser.add_argument("--backend", choices=("auto", "c", "numpy"), default="auto",
                         help="memory core: the C library or the pure-numpy fallback")
+    parser.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
+                        help="refuse a module or launch whose host memory would exceed SIZE (e.g. 4G, 512M; "
+                             "default: 75%% of the memory available, within a control group's limit)")
 
 
 class ProgressLine:
@@ -155,7 +167,7 @@ def prepare_launch(options, stdout=None):
     from emulator.runtime.module import Device, Module
     if not os.path.exists(options.file):
         raise UsageError(f"{options.file}: no such file")
-    device = Device(backend=options.backend, stdout=stdout)
+    device = Device(backend=options.backend, stdout=stdout, max_memory=getattr(options, "max_memory", None))
     if cuda.is_cuda_path(options.file):
         text, name = cuda.compile_file(options.file, arch=getattr(options, "arch", None)), cuda.ptx_name(options.file)
     else:
@@ -171,7 +183,7 @@ def prepare_launch(options, stdout=None):
     grid = parse_dims(options.grid, "--grid")
     block = parse_dims(options.block, "--block")
     if options.arg or not kernel.params:
-        args = [parse_arg(spec) for spec in options.arg]
+        args = [parse_arg(spec, lazy=True) for spec in options.arg]
     else:
         args, note = default_arguments(kernel.params, grid, block)
         print(f"gpuemu: {note}", file=sys.stderr)

@@ -47,7 +47,7 @@ def command_run(options) -> int:
                               max_steps=options.max_steps or DEFAULT_MAX_STEPS,
                               max_dynamic_shared=options.max_dynamic_shared,
                               observer=combine(*(observer for _, observer in attached)), policy=policy,
-                              progress=progress)
+                              progress=progress, move_arguments=True)
     except DeviceError as error:
         if options.json:
             write_json_atomically(options.json, {"status": "error", "error": error.cuda_error,

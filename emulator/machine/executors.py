@@ -25,6 +25,9 @@ ALL = slice(None)
 Sel = object
 
 
+#: addresses wrap around 64 bits (a symbol plus an offset, as a register plus an offset does)
+ADDRESS_MASK = (1 << 64) - 1
+
 def lanes_of(sel, n: int) -> np.ndarray:
     return np.arange(n, dtype=np.int64) if sel is ALL else sel
 
@@ -130,7 +133,7 @@ def reader(batch, ref, type_name: str) -> Callable:
             return lambda sel: value
         return lambda sel: value[sel]
     if isinstance(ref, ir.SymRef):
-        value = convert(np.uint64(batch.symbol_address(ref.symbol) + ref.offset), type_name)[()]
+        value = convert(np.uint64((batch.symbol_address(ref.symbol) + ref.offset) & ADDRESS_MASK), type_name)[()]
         return lambda sel: value
     if isinstance(ref, ir.NotRef):
         inner = reader(batch, ref.reg, "pred")
@@ -410,6 +413,8 @@ class AddressPlan:
             self.static, self.space = batch.symbol_access(ref.symbol, space, ref.offset)
         elif ref.base is None:
             self.static, self.space = batch.absolute_access(ref.offset, space)
+        if self.static is not None:
+            self.static &= ADDRESS_MASK
         else:
             storage = batch.regs[ref.base.reg.index]
             self.space, self.translate = batch.register_access(space)

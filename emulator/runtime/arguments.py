@@ -13,6 +13,7 @@ from isa.types import TYPES
 from emulator import ir
 from emulator.base.errors import LaunchError, UsageError
 from emulator.memory import Memory
+from emulator.memory.pages import release_pages
 from emulator.runtime.names import plain_name
 
 
@@ -83,20 +84,53 @@ class HostRegion:
         self.nbytes = nbytes
         self.address = 0
 
-    def copy_in(self, memory: Memory) -> None:
+    def copy_in(self, memory: Memory, *, move: bool = False) -> None:
+        """Allocate the region and copy each array in, COPY_CHUNK bytes at a time; with move, the pages of a
+        writable array that alone makes up the region are given back as they are copied (copy_back refills it)."""
         self.address = memory.alloc(max(self.nbytes, 1), name=f"arg{min(self.pointers)}")
-        if len(self.views) > 1:
-            memory.write(self.address, np.zeros(self.nbytes, dtype=np.uint8))
+        alone = len(self.views) == 1
         for array, offset in self.views:
-            data = np.ascontiguousarray(array, dtype=native_dtype(array.dtype))
-            memory.write(self.address + offset, data.reshape(-1).view(np.uint8))
+            flat = _flat_bytes(array)
+            if flat is None:
+                data = np.ascontiguousarray(array, dtype=native_dtype(array.dtype))
+                memory.write(self.address + offset, data.reshape(-1).view(np.uint8))
+                continue
+            give_back = move and alone and array.flags.writeable
+            for start in range(0, flat.size, COPY_CHUNK):
+                piece = flat[start:start + COPY_CHUNK]
+                memory.write(self.address + offset + start, piece)
+                if give_back:
+                    release_pages(piece)
 
     def copy_back(self, memory: Memory) -> None:
-        """Write the device bytes back into each writable array, in its own layout and byte order."""
+        """Write the device bytes back into each writable array, in its own layout and byte order. A region of one
+        array goes back COPY_CHUNK bytes at a time, each chunk's device pages given back once copied (the region
+        is freed next), so the copy never holds the data twice."""
+        alone = len(self.views) == 1
         for array, offset in self.views:
-            if array.nbytes and array.flags.writeable:
+            if not (array.nbytes and array.flags.writeable):
+                continue
+            flat = _flat_bytes(array)
+            if flat is None:
                 device = memory.read(self.address + offset, array.nbytes).view(native_dtype(array.dtype))
                 array[...] = device.reshape(array.shape)
+                continue
+            for start in range(0, flat.size, COPY_CHUNK):
+                end = min(start + COPY_CHUNK, flat.size)
+                flat[start:end] = memory.view(self.address + offset + start, end - start)
+                if alone:
+                    memory.release(self.address + offset + start, end - start)
+
+
+#: bytes copied to or from the device at a time (what a copy holds twice at most)
+COPY_CHUNK = 32 << 20
+
+
+def _flat_bytes(array: np.ndarray):
+    """The array's bytes as a flat uint8 view when they are C-contiguous in native order (None otherwise)."""
+    if not (array.flags.c_contiguous and array.dtype.isnative) or array.dtype.hasobject:
+        return None
+    return array.reshape(-1).view(np.uint8)
 
 
 def host_regions(arrays: Dict[int, np.ndarray], argument_name) -> List[HostRegion]:
@@ -179,10 +213,16 @@ class Parameters:
     def pack(self, args: list, memory: Memory) -> Tuple[np.ndarray, List["HostRegion"]]:
         """The parameter bytes, and the host arrays copied into device memory for them (not yet freed)."""
         buffer, regions = self.encode(args)
+        return self.place(buffer, regions, memory)
+
+    def place(self, buffer: np.ndarray, regions: List["HostRegion"], memory: Memory, *,
+              move: bool = False) -> Tuple[np.ndarray, List["HostRegion"]]:
+        """Copy encode's regions into device memory (room for them and the parameter buffer made at once) and put
+        their addresses into the parameter bytes."""
         params = self.program.params
-        memory.reserve(sum(region.nbytes + 256 for region in regions))
+        memory.reserve(sum(region.nbytes + 256 for region in regions) + buffer.size + 256)
         for region in regions:
-            region.copy_in(memory)
+            region.copy_in(memory, move=move)
             for index, offset in region.pointers.items():
                 raw = np.array([region.address + offset], dtype=np.uint64).view(np.uint8)
                 buffer[params[index].offset:params[index].offset + 8] = raw

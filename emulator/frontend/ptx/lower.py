@@ -455,7 +455,7 @@ class KernelLowering:
         types = ([signature.dest] if signature.dest is not None else []) + list(signature.sources)
         for operand, type_name in zip(instr.operands, types):
             if isinstance(operand, ir.ImmRef) and type_name in TYPES:
-                problem = _immediate_problem(operand, type_name)
+                problem = immediate_problem(operand, type_name)
                 if problem:
                     raise self.error(syntax.pos, f"{problem} in '{instr.opcode}'")
 
@@ -509,7 +509,13 @@ class KernelLowering:
             if operand.base is None:
                 return ir.AddrRef(None, None, operand.offset)
             if isinstance(operand.base, S.Reg):
-                return ir.AddrRef(self._reg_operand(operand.base.name, syntax, scope), None, operand.offset)
+                base = self._reg_operand(operand.base.name, syntax, scope)
+                if not isinstance(base, ir.RegRef):
+                    raise self.error(syntax.pos, f"special register '{operand.base.name}' cannot be an address; "
+                                                 f"move it to a register first")
+                return ir.AddrRef(base, None, operand.offset)
+            if not isinstance(operand.base, S.Sym):
+                raise self.error(syntax.pos, "an address is a register, a variable or a number")
             reg = scope.register(operand.base.name)
             if reg is not None:
                 return ir.AddrRef(ir.RegRef(reg), None, operand.offset)
@@ -536,7 +542,7 @@ class KernelLowering:
 _FLOAT_LITERAL_BITS = {"f32": 32, "f64": 64}
 
 
-def _immediate_problem(ref: ir.ImmRef, type_name: str) -> Optional[str]:
+def immediate_problem(ref: ir.ImmRef, type_name: str) -> Optional[str]:
     """Why a constant cannot be an operand of type type_name (None when it can)."""
     t = TYPES[type_name]
     if ref.kind == "int":

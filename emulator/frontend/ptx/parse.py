@@ -93,6 +93,14 @@ def _int(token) -> int:
     return -value if negative else value
 
 
+def _offset(token) -> int:
+    """An address or offset: an integer that fits in 64 bits (signed or unsigned)."""
+    value = _int(token)
+    if not -(1 << 63) <= value < 1 << 64:
+        raise _TokenError(token, f"offset {_shown(str(token))} does not fit in 64 bits")
+    return value
+
+
 def _shown(text: str) -> str:
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
@@ -143,7 +151,7 @@ class _ToSyntax(Transformer):
         return S.Imm("float", float(items[0]))
 
     def signed_int(self, items):
-        return _int(items[0])
+        return _offset(items[0])
 
     def reg(self, items):
         return S.Reg(str(items[0]))
@@ -159,7 +167,7 @@ class _ToSyntax(Transformer):
         return S.Sink() if name == "_" else S.Sym(name)
 
     def sym_offset(self, items):
-        return S.Sym(str(items[0]), _int(items[1]))
+        return S.Sym(str(items[0]), _offset(items[1]))
 
     def vector(self, items):
         return S.Vec(tuple(item for item in items if item is not None))
@@ -179,7 +187,7 @@ class _ToSyntax(Transformer):
 
     def address_minus(self, items):
         base, offset = items
-        return self._make_addr(base, -_int(offset))
+        return self._make_addr(base, -_offset(offset))
 
     def _make_addr(self, base, offset):
         if isinstance(base, tuple) and base[0] == "abs":

@@ -128,6 +128,11 @@ def _int(text: str) -> int:
     return int(text, 16) if text[:2].lower() == "0x" else int(text)
 
 
+def _is_integer(text: str) -> bool:
+    """A hex or decimal integer (the parser has checked that it fits in 64 bits)."""
+    return bool(re.match(r"^(?:0[xX][0-9a-fA-F]+|\d+)$", text))
+
+
 def _float_bits(value: float, width: int) -> int:
     if width == 64:
         return struct.unpack("<Q", struct.pack("<d", value))[0]
@@ -210,6 +215,8 @@ class _Lowering:
 
     def _target_address(self, instr, operand) -> int:
         if isinstance(operand, S.Number):
+            if not _is_integer(operand.text):
+                raise self.error(instr, f"branch target '{operand.text}' is not an address such as 0x80")
             return _int(operand.text)
         if isinstance(operand, S.LabelRef):
             for address, item in self.items:
@@ -414,7 +421,8 @@ class _Lowering:
             if address not in self.address_pc:
                 raise self.error(sass, f"branch target {address:#x} is not the address of an instruction")
             instr.target = self.address_pc[address]
-        if not self.instrs or self.instrs[-1].control not in (ir.EXIT, ir.BRANCH, ir.RETURN):
+        if not self.instrs or self.instrs[-1].control not in (ir.EXIT, ir.BRANCH, ir.RETURN) or \
+                self.instrs[-1].guard is not None:
             self.instrs.append(ir.Instr(len(self.instrs), self.function.name, len(self.listing.lines), 1,
                                         "EXIT (end of listing)", None, "EXIT", None, ir.EXIT, None, (),
                                         None, {"synthetic": "end"}))
@@ -525,7 +533,10 @@ class _Lowering:
             self.emit(sass, address, ir.EXIT, None)
             return
         register = self.value(sass, operands[0])
-        base_offset = sum(_int(o.text) for o in sass.operands if isinstance(o, S.Number))
+        numbers = [o.text for o in sass.operands if isinstance(o, S.Number)]
+        if not all(_is_integer(text) for text in numbers):
+            raise self.error(sass, "a return's offset is a whole number")
+        base_offset = sum(_int(text) for text in numbers)
         guard = self.guard(sass)
         for target in self.return_addresses:
             hit = self.hidden_pred(f"return_{address:x}_{target:x}")

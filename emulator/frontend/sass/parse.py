@@ -34,6 +34,31 @@ def _sm(text: str) -> str:
     return re.search(r"sm_\w+", text).group(0)
 
 
+class _NumberError(Exception):
+    """A number token gpuemu cannot read, reported at the token."""
+
+    def __init__(self, token: Token, message: str):
+        super().__init__(message)
+        self.line, self.col = token.line, token.column
+
+
+_INTEGER = re.compile(r"^(?:0[xX][0-9a-fA-F]+|\d+)$")
+
+
+def _number(token: Token, *, integer: bool = False) -> str:
+    """The text of a NUMBER token: integers (hex or decimal) fit in 64 bits, address terms are integers."""
+    text = str(token)
+    shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+    if _INTEGER.match(text):
+        digits = text[2:] if text[:2] in ("0x", "0X") else text
+        base = 16 if digits is not text else 10
+        if len(digits.lstrip("0")) > (16 if base == 16 else 20) or int(digits, base) >= 1 << 64:
+            raise _NumberError(token, f"constant {shown} does not fit in 64 bits")
+    elif integer:
+        raise _NumberError(token, f"'{shown}' is not an integer: an address or bank takes whole numbers")
+    return text
+
+
 class _ToSyntax(Transformer):
     """Bottom-up construction of the frozen syntax tree; positions come from the tokens."""
 
@@ -41,13 +66,13 @@ class _ToSyntax(Transformer):
         return S.Name(str(items[0]))
 
     def number(self, items):
-        return S.Number(str(items[0]))
+        return S.Number(_number(items[0]))
 
     def bare_number(self, items):
-        return S.Number(str(items[0]))
+        return S.Number(_number(items[0]))
 
     def bare_negative(self, items):
-        return S.Modified("-", S.Number(str(items[0])))
+        return S.Modified("-", S.Number(_number(items[0])))
 
     def negate(self, items):
         return S.Modified("-", items[0])
@@ -74,10 +99,10 @@ class _ToSyntax(Transformer):
         return S.AddrTerm("name", str(items[0]))
 
     def addr_number(self, items):
-        return S.AddrTerm("number", str(items[0]))
+        return S.AddrTerm("number", _number(items[0], integer=True))
 
     def addr_negative(self, items):
-        return S.AddrTerm("number", str(items[0]), negative=True)
+        return S.AddrTerm("number", _number(items[0], integer=True), negative=True)
 
     def bracket(self, items):
         return tuple(items)
@@ -136,6 +161,8 @@ def parse_listing(text: str, source: str = "<sass>") -> S.Listing:
     except UnexpectedInput as error:
         raise syntax_error(_parser(), _TERMINAL_WORDS, source, text, error) from None
     except VisitError as error:
+        if isinstance(error.orig_exc, _NumberError):
+            raise PTXSyntaxError(source, error.orig_exc.line, error.orig_exc.col, str(error.orig_exc)) from None
         raise PTXSyntaxError(source, 1, 1, f"cannot read SASS: {error.orig_exc}") from None
     arch: Optional[str] = None
     compile_size: Optional[int] = None
