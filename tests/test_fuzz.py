@@ -90,7 +90,7 @@ def test_the_runner_reports_a_traceback_and_a_hang_with_reproducers(corpus, tmp_
     problems = {failure.index: failure.problem for failure in failures}
     assert "KeyError: 'a bug'" in problems[1] and "a hang" in problems[2] and "exit status 9" in problems[3]
     report = _report(corpus, 5, failures, tmp_path, "API")
-    assert f"fuzz-repro-5-1." in report and list(tmp_path.glob("fuzz-repro-5-*"))
+    assert "fuzz-repro-5-1." in report and list(tmp_path.glob("fuzz-repro-5-*"))
 
 
 @pytest.mark.skipif(not os.environ.get("GPUEMU_FUZZ_ONLY"), reason="GPUEMU_FUZZ_ONLY=INDEX runs one mutant here")
