@@ -3,6 +3,7 @@ the parameter buffer a launch puts in device memory."""
 from __future__ import annotations
 
 import reprlib
+import warnings
 from typing import Dict, List, Tuple
 
 import numpy as np
@@ -65,6 +66,11 @@ def symbol_bytes(name: str, data) -> np.ndarray:
     if array is None or array.dtype.hasobject or array.dtype.kind == "U":
         raise UsageError(f"symbol '{name}' takes a numpy array or numbers, not {describe_value(data)}")
     return np.ascontiguousarray(array, dtype=native_dtype(array.dtype)).reshape(-1).view(np.uint8)
+
+
+class ArgumentTypeWarning(UserWarning):
+    """A scalar argument whose kind (integer or floating point) differs from its parameter's: its bits are passed as
+    they are."""
 
 
 class DevicePointer(int):
@@ -254,8 +260,29 @@ class Parameters:
             if raw.size != param.size:
                 raise UsageError(f"argument {index} is {value.dtype.name} ({raw.size} bytes) but parameter "
                                  f"{param.name} is .{param.type} ({param.size} bytes)")
+            self._warn_on_kind_mismatch(index, param, value, raw)
             return raw
         return np.array([self._python_scalar(value, param, self._argument_name(index, param))]).view(np.uint8)
+
+    def _warn_on_kind_mismatch(self, index: int, param: ir.KernelParam, value: np.generic, raw: np.ndarray) -> None:
+        """A floating-point value for an integer parameter, or an integer for a floating-point one, is passed as its
+        bits (as CUDA passes them), which is rarely what was meant: say so."""
+        t = TYPES.get(param.type)
+        if t is None or value.dtype.kind not in "iuf":
+            return
+        float_value, float_param = value.dtype.kind == "f", t.kind in ("float", "half")
+        integer_param = t.kind in ("signed", "unsigned")
+        if not ((float_value and integer_param) or (not float_value and float_param)):
+            return
+        bits = int.from_bytes(raw.tobytes(), "little")
+        seen = raw.view(t.dtype)[0]
+        prefix = {"signed": "i", "unsigned": "u", "float": "f", "half": "f"}[t.kind]
+        number = value.item()
+        whole = not float_value or (np.isfinite(number) and float(number).is_integer())
+        hint = f" (pass {prefix}{t.bits}:{int(number)} for the value)" if whole else ""
+        warnings.warn(ArgumentTypeWarning(
+            f"{self._argument_name(index, param)} is given {value.dtype.name} {value!s}: its bits "
+            f"0x{bits:0{2 * raw.size}x} are passed unchanged and read as {seen!s}{hint}"), stacklevel=5)
 
     @staticmethod
     def _python_scalar(value, param: ir.KernelParam, where: str):

@@ -65,24 +65,26 @@ def _meminfo_available() -> Optional[int]:
     return None
 
 
-def _cgroup_headroom() -> Optional[int]:
-    """The least (limit - usage) over this process's memory control groups and their ancestors (v1 and v2)."""
+def cgroup_headroom(cgroup_file: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> Optional[int]:
+    """The least (limit - usage) over this process's memory control groups and their ancestors: v2's memory.max
+    and memory.current under root, v1's memory.limit_in_bytes and memory.usage_in_bytes under root/memory."""
     try:
-        with open("/proc/self/cgroup") as handle:
+        with open(cgroup_file) as handle:
             entries = [line.strip().split(":", 2) for line in handle if line.count(":") >= 2]
     except OSError:
         return None
     candidates = []
     for _, controllers, path in entries:
         if controllers == "":
-            root, limit_name, usage_name = "/sys/fs/cgroup", "memory.max", "memory.current"
+            base, limit_name, usage_name = root, "memory.max", "memory.current"
         elif "memory" in controllers.split(","):
-            root, limit_name, usage_name = "/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes"
+            base, limit_name, usage_name = os.path.join(root, "memory"), "memory.limit_in_bytes", \
+                "memory.usage_in_bytes"
         else:
             continue
         parts = [part for part in path.split("/") if part]
         for depth in range(len(parts), -1, -1):
-            directory = os.path.join(root, *parts[:depth])
+            directory = os.path.join(base, *parts[:depth])
             limit, usage = _read_int(os.path.join(directory, limit_name)), _read_int(os.path.join(directory,
                                                                                                    usage_name))
             if limit is not None and usage is not None and limit < 1 << 60:
@@ -92,7 +94,7 @@ def _cgroup_headroom() -> Optional[int]:
 
 def available_memory() -> Optional[int]:
     """Bytes the system can still give this process (None when it cannot tell)."""
-    figures = [figure for figure in (_meminfo_available(), _cgroup_headroom()) if figure is not None]
+    figures = [figure for figure in (_meminfo_available(), cgroup_headroom()) if figure is not None]
     return min(figures) if figures else None
 
 
