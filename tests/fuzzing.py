@@ -418,10 +418,19 @@ def _alarm(signum, frame):
 
 
 def _arguments(kernel) -> list:
+    """A 16 KB buffer for each 64-bit parameter, 7 (or 1.5) of the parameter's type for scalars, zero bytes for
+    structs passed by value."""
+    from isa.types import TYPES
     args = []
     for param in kernel.params:
+        t = TYPES.get(param.type)
         if param.size == 8:
             args.append(np.zeros(4096, dtype=np.int32))
+        elif t is not None and t.bytes == param.size and t.kind == "float":
+            args.append(t.dtype.type(1.5))
+        elif t is not None and t.bytes == param.size and t.kind == "half":
+            args.append(np.array(0x3E00, dtype=f"u{param.size}")[()].view(f"f{param.size}") if param.size == 2
+                        else np.array(0x3E003E00, dtype=np.uint32)[()].view(np.float32))
         elif param.size in (1, 2, 4):
             args.append(np.array(7, dtype=f"i{param.size}")[()])
         else:
@@ -474,7 +483,9 @@ def check_error(error) -> None:
 
 def api_worker(corpus: Corpus, seed: int, indices: List[int], log_path: Path) -> None:
     """Run mutants in this (forked) process, one JSON line per event: started, then the outcome or a failure."""
+    import warnings
     os.environ["GPUEMU_NO_CACHE"] = "1"
+    warnings.simplefilter("ignore")  # gpuemu's warnings (an argument of another kind) are not failures
     mutator = Mutator(corpus)
     signal.signal(signal.SIGALRM, _alarm)
     with open(log_path, "w", encoding="utf-8") as log:

@@ -192,6 +192,23 @@ def _overlap(first: np.ndarray, second: np.ndarray) -> bool:
         return True
 
 
+def _as_parameter_value(raw: np.ndarray, type_name: str) -> str:
+    """The value a parameter of type_name holds in these bytes ('1e-44', '(1.0, 2.0)' for a half pair)."""
+    bits = int.from_bytes(raw.tobytes(), "little")
+    if type_name in ("f16x2", "bf16x2"):
+        half = type_name[:-2]
+        pieces = [np.array([bits >> 16 & 0xFFFF], np.uint16).view(np.uint8), np.array([bits & 0xFFFF],
+                                                                                     np.uint16).view(np.uint8)]
+        return f"({_as_parameter_value(pieces[0], half)}, {_as_parameter_value(pieces[1], half)})"
+    if type_name == "f16":
+        return str(np.array([bits], np.uint16).view(np.float16)[0])
+    if type_name == "bf16":
+        return str(np.array([bits << 16], np.uint32).view(np.float32)[0])
+    if type_name == "tf32":
+        return str(np.array([bits], np.uint32).view(np.float32)[0])
+    return str(raw.view(TYPES[type_name].dtype)[0])
+
+
 class Parameters:
     """A kernel's parameter list, and how a list of Python arguments becomes its parameter buffer."""
 
@@ -275,14 +292,15 @@ class Parameters:
         if not ((float_value and integer_param) or (not float_value and float_param)):
             return
         bits = int.from_bytes(raw.tobytes(), "little")
-        seen = raw.view(t.dtype)[0]
-        prefix = {"signed": "i", "unsigned": "u", "float": "f", "half": "f"}[t.kind]
+        seen = _as_parameter_value(raw, param.type)
         number = value.item()
         whole = not float_value or (np.isfinite(number) and float(number).is_integer())
-        hint = f" (pass {prefix}{t.bits}:{int(number)} for the value)" if whole else ""
+        prefix = {"signed": "i", "unsigned": "u", "float": "f", "half": "f"}[t.kind]
+        spec = f"{prefix}{t.bits}" if param.type not in ("bf16", "f16x2", "bf16x2", "tf32") else None
+        hint = f" (pass {spec}:{int(number)} for the value)" if whole and spec else ""
         warnings.warn(ArgumentTypeWarning(
             f"{self._argument_name(index, param)} is given {value.dtype.name} {value!s}: its bits "
-            f"0x{bits:0{2 * raw.size}x} are passed unchanged and read as {seen!s}{hint}"), stacklevel=5)
+            f"0x{bits:0{2 * raw.size}x} are passed unchanged and read as {seen}{hint}"), stacklevel=5)
 
     @staticmethod
     def _python_scalar(value, param: ir.KernelParam, where: str):
