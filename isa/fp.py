@@ -19,7 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from isa import halfbits
+from isa import halfbits, sfu
 from isa.halfbits import BF16, E4M3, E5M2, F16, F32, F64, TF32, BinaryFormat
 
 __all__ = [
@@ -678,24 +678,77 @@ def _div_rounded(a, b, ty, rnd, ftz):
     return _from_bits(F32, _finish_codes(F32, codes, np.isnan(value), ftz=ftz))
 
 
-def _reciprocal_product(x, y, ftz):
-    """x * rcp(y) on float64-held float32 values, exact before its final rounding, with y first scaled
-    into [2**-126, 2**126] (by 2**-2 when larger, 2**24 when subnormal) and the product scaled back."""
-    magnitude = np.abs(y)
-    shift = np.where(magnitude > 2.0 ** 126, -2, np.where((magnitude < F32.min_normal) & (y != 0), 24, 0))
-    shift = np.where(np.isfinite(y), shift, 0).astype(np.int32)
-    scaled = np.ldexp(y, shift).astype(np.float32)
-    reciprocal = _values(F32, _div_rounded(np.float32(1.0), scaled, "f32", "rn", ftz))
-    return np.ldexp(x * reciprocal, shift)
+_F32_TWO_POW_24 = np.uint32(0x4B800000)
+_F32_TWO_POW_M12 = np.uint32(0x39800000)
+_F32_TWO_POW_12 = np.uint32(0x45800000)
+_F32_QUARTER = np.uint32(0x3E800000)
+_F32_HALF = np.uint32(0x3F000000)
+_F32_MIN_NORMAL = np.uint32(0x00800000)
+_F32_TWO_POW_126 = np.uint32(0x7E800000)
+_F32_INFINITY = np.uint32(0x7F800000)
+_INVERSE_TWO_PI_F32 = np.uint32(0x3E22F983)  # the FMUL.RZ constant ptxas puts before MUFU.SIN/COS
+_FTZ_PRODUCT_LIMIT = 2.0 ** -126 - 2.0 ** -151  # products below this in magnitude are tiny after rounding
 
 
-def _approx_divide(x, y, ftz):
-    """div.approx.f32: a * rcp(b); for 2**126 < |b| < 2**128 the ISA's sign-preserving zero (NaN for
-    infinite a)."""
-    value = _reciprocal_product(x, y, ftz)
-    huge = (np.abs(y) > 2.0 ** 126) & np.isfinite(y)
-    huge_result = np.where(np.isinf(x), np.nan, np.where(np.signbit(x) ^ np.signbit(y), -0.0, 0.0))
-    return np.where(huge & ~np.isnan(x), huge_result, value)
+def _sfu_codes(a):
+    """f32 operand codes as a 1-d uint32 array (the SFU models work on raw bits)."""
+    return np.asarray(_bits_of(F32, a)).astype(np.uint32).reshape(-1)
+
+
+def _sfu_result(codes, a):
+    """f32 values of result codes, in the shape of operand `a`."""
+    return np.asarray(codes).astype(np.uint32).reshape(np.shape(a)).view(np.float32)
+
+
+def _patched(codes, where, function):
+    """`codes` with the elements at indices `where` replaced by function(codes[where])."""
+    if where.size:
+        codes = np.array(codes, copy=True)
+        codes[where] = function(codes[where])
+    return codes
+
+
+def _sfu_value(codes, ftz=False):
+    values = np.asarray(codes).astype(np.uint32).view(np.float32).astype(np.float64)
+    return _flush_values(F32, values) if ftz else values
+
+
+def _sfu_multiply(a, b, *, ftz=False, rz=False):
+    """FMUL{.FTZ}{.RZ} on f32 codes: the exact product rounded once; .FTZ flushes subnormal operands and
+    results tiny after rounding (to zeros of their sign), and any NaN becomes the canonical NaN."""
+    product = _sfu_value(a, ftz) * _sfu_value(b, ftz)
+    nearest = product.astype(np.float32)
+    codes = nearest.view(np.uint32)
+    if rz:
+        codes = np.where(np.abs(nearest.astype(np.float64)) > np.abs(product), codes - np.uint32(1), codes)
+    if ftz:
+        tiny = np.abs(product) < _FTZ_PRODUCT_LIMIT
+        codes = np.where(tiny, codes & np.uint32(0x80000000), codes)
+    return np.where(np.isnan(product), F32.canonical_nan, codes).astype(np.uint32)
+
+
+def _magnitude(codes):
+    return codes & np.uint32(0x7FFFFFFF)
+
+
+def _finite_above_two_pow_126(codes):
+    magnitude = _magnitude(codes)
+    return (magnitude > _F32_TWO_POW_126) & (magnitude <= _F32_INFINITY)
+
+
+def _approx_quotient(a, b, mode, ftz):
+    """div.approx/div.full.f32 as ptxas builds them on sm_90: b (and a with it) scaled by 2**24 when b is
+    subnormal (not with .ftz) and, for div.full, by 1/4 when |b| > 2**126; MUFU.RCP of b; times a."""
+    a, b = np.broadcast_arrays(_sfu_codes(a), _sfu_codes(b))
+    if mode == "full":
+        huge = np.flatnonzero(_finite_above_two_pow_126(b))
+        quarter = lambda codes: _sfu_multiply(codes, np.full(codes.shape, _F32_QUARTER), ftz=ftz)
+        a, b = _patched(a, huge, quarter), _patched(b, huge, quarter)
+    if not ftz:
+        subnormal = np.flatnonzero(_magnitude(b) < _F32_MIN_NORMAL)
+        scale = lambda codes: _sfu_multiply(codes, np.full(codes.shape, _F32_TWO_POW_24))
+        a, b = _patched(a, subnormal, scale), _patched(b, subnormal, scale)
+    return _sfu_multiply(sfu.rcp(b), a, ftz=ftz)
 
 
 @_quiet
@@ -703,23 +756,17 @@ def fdiv(a, b, *, ty, mode, ftz=False):
     """div.mode{.ftz}.ty: a / b.
 
     mode rn rz rm rp: IEEE 754 correctly rounded quotient (f32, f64).
-    mode approx and full (f32): the product a * rcp(b), rounded to nearest once, with rcp the
-    correctly rounded reciprocal of b scaled into [2**-126, 2**126] (full scales any b; approx only
-    subnormal b and, as the ISA defines, returns a sign-preserving zero, or NaN for infinite a, when
-    2**126 < |b| < 2**128). On an H100 this equals div.full and div.approx in 90% of random
-    operand pairs alike (the rest differ by the hardware reciprocal's last bit); the correctly
-    rounded quotient would agree on 75%. Both stay within the ISA's 2 ulp.
+    mode approx and full (f32): the H100's own sequence, a times MUFU.RCP of b (isa.sfu, bit-exact over
+    all divisors), with ptxas's scaling: b and a by 2**24 when b is subnormal (without .ftz), and for
+    div.full by 1/4 when |b| > 2**126 (div.approx leaves such b, so its reciprocal flushes to zero and
+    the quotient is a signed zero, NaN for infinite a, as the ISA states).
     """
     if mode in _DIRECTED:
         return _div_rounded(a, b, ty, mode, ftz)
     _check(ty == "f32", f"div.{mode} is only defined for f32")
     _check(mode in ("approx", "full"), f"unknown div mode {mode!r}")
-    x, y = _values(F32, a), _values(F32, b)
-    if ftz:
-        x, y = _flush_values(F32, x), _flush_values(F32, y)
-    value = _approx_divide(x, y, ftz) if mode == "approx" else _reciprocal_product(x, y, ftz)
-    codes = _encode_result(value, F32, "rn", ftz=ftz)
-    return _from_bits(F32, _finish_codes(F32, codes, np.isnan(value), ftz=ftz))
+    shape = np.broadcast(np.asarray(a), np.asarray(b)).shape
+    return _approx_quotient(a, b, mode, ftz).reshape(shape).view(np.float32)
 
 
 def _sqrt_parts(x):
@@ -746,36 +793,57 @@ def _sqrt_odd_or_directed(x, rnd=None):
 def fsqrt(a, *, ty, mode, ftz=False):
     """sqrt.mode{.ftz}.ty: square root; mode rn rz rm rp (IEEE, f32 and f64) or approx (f32).
 
-    sqrt.approx.f32 is modelled as the correctly rounded square root (the ISA allows 2**-23
-    relative error); sqrt(-0) = -0, sqrt(negative) = NaN, sqrt(+inf) = +inf.
+    sqrt.approx.f32 is MUFU.SQRT (isa.sfu); without .ftz a subnormal x is first scaled by 2**24 and the
+    root by 2**-12, as ptxas does. sqrt(-0) = -0, sqrt(negative) = NaN, sqrt(+inf) = +inf.
     """
     if ty == "f64":
         _check(mode in _DIRECTED and not ftz, f"sqrt.{mode}{'.ftz' if ftz else ''}.f64 is not defined")
         return _f64_out(_sqrt_odd_or_directed(_values(F64, a), mode), a)
     _check(ty == "f32", f"sqrt of type {ty} is not defined")
     _check(mode in _DIRECTED or mode == "approx", f"unknown sqrt mode {mode!r}")
+    if mode == "approx":
+        return _sfu_result(_scaled_unit(a, sfu.sqrt, ftz, _F32_TWO_POW_M12), a)
     x = _values(F32, a)
     if ftz:
         x = _flush_values(F32, x)
     value = _sqrt_odd_or_directed(x)
-    codes = _encode_result(value, F32, "rn" if mode == "approx" else mode, ftz=ftz)
+    codes = _encode_result(value, F32, mode, ftz=ftz)
     return _from_bits(F32, _finish_codes(F32, codes, np.isnan(value), ftz=ftz))
 
 
-_HIGH_WORD = BinaryFormat("f64-high-word", 11, 20, np.uint32, 0x7FFFFFFF)
+def _scaled_unit(a, unit, ftz, result_scale):
+    """A MUFU unit as ptxas wraps it for a non-.ftz instruction: a subnormal operand is scaled by 2**24
+    first (FSETP.GEU |a|, 2**-126) and the unit's result by `result_scale` (FMUL) after."""
+    codes = _sfu_codes(a)
+    result = unit(codes)
+    if ftz:
+        return result
+    subnormal = np.flatnonzero(_magnitude(codes) < _F32_MIN_NORMAL)
+    if subnormal.size:
+        scaled = _sfu_multiply(codes[subnormal], np.full(subnormal.size, _F32_TWO_POW_24))
+        result[subnormal] = _sfu_multiply(unit(scaled), np.full(subnormal.size, result_scale))
+    return result
 
 
-def _high_word_operand(a):
-    """The f64 whose upper 32 bits are a's (low word cleared), and that value flushed if subnormal."""
-    bits = _bits_of(F64, a) & np.uint64(0xFFFFFFFF00000000)
-    return _flush_values(F64, bits.view(np.float64))
+def _high_word_unit(a, unit):
+    """A MUFU.RCP64H/RSQ64H instruction on a double: the unit on its upper word, low word zero."""
+    high = (_bits_of(F64, a) >> np.uint64(32)).astype(np.uint32)
+    return (unit(high).astype(np.uint64) << np.uint64(32)).view(np.float64)
 
 
-def _high_word_result(value):
-    """Truncate a float64 round-to-odd image to the 1.11.20 upper word, flush subnormals, widen."""
-    codes = _flush_codes(_HIGH_WORD, halfbits.encode(value, _HIGH_WORD, "rz"))
-    codes = np.where(np.isnan(value), np.uint32(0x7FFFFFFF), codes)
-    return (codes.astype(np.uint64) << np.uint64(32)).view(np.float64)
+def _rcp_approx_f32(a, ftz):
+    """rcp.approx.f32 on sm_90: MUFU.RCP, and without .ftz the operand and result both scaled by 2**24
+    when the operand is subnormal or by 1/4 when it exceeds 2**126."""
+    codes = _sfu_codes(a)
+    result = sfu.rcp(codes)
+    if ftz:
+        return result
+    magnitude = _magnitude(codes)
+    scaled = np.flatnonzero(_finite_above_two_pow_126(codes) | (magnitude < _F32_MIN_NORMAL))
+    if scaled.size:
+        scale = np.where(magnitude[scaled] < _F32_MIN_NORMAL, _F32_TWO_POW_24, _F32_QUARTER)
+        result[scaled] = _sfu_multiply(scale, sfu.rcp(_sfu_multiply(codes[scaled], scale)))
+    return result
 
 
 @_quiet
@@ -783,12 +851,10 @@ def frcp(a, *, ty, mode, ftz=False):
     """rcp.mode{.ftz}.ty: 1 / a.
 
     mode rn rz rm rp: correctly rounded (f32, f64).
-    rcp.approx.f32: modelled as the correctly rounded reciprocal (ISA: at most 1 ulp);
-    1/±0 = ±inf, 1/±inf = ±0.
-    rcp.approx.ftz.f64: the ISA's definition on the upper word: a[63:32] as a 1.11.20 value
-    (subnormal → signed zero), its reciprocal truncated to 1.11.20 (sm_90 matched truncation in 89%
-    of random inputs and is one unit above it otherwise), low word zero, subnormal results flushed,
-    NaN → 0x7FFFFFFF00000000.
+    rcp.approx.f32: MUFU.RCP (isa.sfu, bit-exact with the H100), with ptxas's operand scaling without
+    .ftz (by 2**24 for subnormal a, by 1/4 above 2**126, the result scaled back); 1/±0 = ±inf,
+    1/±inf = ±0.
+    rcp.approx.ftz.f64: MUFU.RCP64H on a[63:32], low word zero (a's low word is ignored).
     """
     if mode in _DIRECTED:
         one = np.float64(1.0) if ty == "f64" else np.float32(1.0)
@@ -796,193 +862,146 @@ def frcp(a, *, ty, mode, ftz=False):
     _check(mode == "approx", f"unknown rcp mode {mode!r}")
     if ty == "f64":
         _check(ftz, "rcp.approx.f64 requires .ftz")
-        x = _high_word_operand(a)
-        with np.errstate(all="ignore"):
-            value = np.where(np.isfinite(x) & (x != 0), _f64_reciprocal_odd(x), 1.0 / x)
-        return _high_word_result(value)
-    return _div_rounded(np.float32(1.0), a, ty, "rn", ftz)
+        return _high_word_unit(a, sfu.rcp64h)
+    _check(ty == "f32", f"div/rcp of type {ty} is not defined")
+    return _sfu_result(_rcp_approx_f32(a, ftz), a)
 
 
-def _f64_reciprocal_odd(x):
-    safe = np.where(np.isfinite(x) & (x != 0), x, 1.0)
-    q, residual, exponent = _quotient(np.ones_like(safe), safe)
-    magnitude = np.ldexp(_round_to_odd(q, residual), exponent)
-    return np.where(np.signbit(x), -magnitude, magnitude)
+_RSQRT_F64_SCALE_IN = 2.0 ** 54
+_RSQRT_F64_SCALE_OUT = 2.0 ** 27
 
 
-def _rsqrt_sign(reduced, t, half_ulp=None):
-    """Sign of (reduced**-0.5 - m), m = t (+ half_ulp): the sign of 1 - reduced * m**2, exactly."""
-    p1, p2 = _two_prod(t, t)
-    q1, q2 = _two_prod(reduced, p1)
-    q3, q4 = _two_prod(reduced, p2)
-    terms = [np.ones_like(t), -q1, -q2, -q3, -q4]
-    if half_ulp is not None:
-        w1, w2 = _two_prod(reduced, 2.0 * t * half_ulp)
-        terms += [-w1, -w2, -(reduced * half_ulp * half_ulp)]
-    return _exact_sum_sign(terms)
-
-
-def _rsqrt_floor(x):
-    """For positive finite x = x' * 4**k: the largest float64 y <= x'**-0.5, whether that is inexact, k."""
-    _, e = np.frexp(x)
-    k = e // 2
-    reduced = np.ldexp(x, -2 * k)
-    y = 1.0 / np.sqrt(reduced)
-    for _ in range(3):
-        y = np.where(_rsqrt_sign(reduced, y) < 0, np.nextafter(y, 0.0), y)
-    for _ in range(3):
-        up = np.nextafter(y, np.inf)
-        y = np.where(_rsqrt_sign(reduced, up) >= 0, up, y)
-    return y, _rsqrt_sign(reduced, y) != 0, reduced, k
-
-
-def _rsqrt_values(x, *, f64_nearest):
-    """x**-0.5 of float64 values: round-to-odd image, or (f64_nearest) correctly rounded to nearest."""
+def _rsqrt_f64_newton(x):
+    """ptxas's rsqrt.approx.f64 core for positive normal x: y = MUFU.RSQ64H(x) (low word 0), then one fused
+    step y + (0.375 e + 0.5) (y e) with e = 1 - x y*y, each DMUL/DFMA rounded to nearest. The first DFMA
+    runs on x * 2**-k and y*y * 2**k (k about half x's exponent): the same exact product, kept in the
+    range where _f64_fma needs no slow path."""
+    y = _high_word_unit(x, sfu.rsq64h)
     with np.errstate(all="ignore"):
-        plain = 1.0 / np.sqrt(x)
-        regular = np.isfinite(x) & (x > 0)
-        y, inexact, reduced, k = _rsqrt_floor(np.where(regular, x, 1.0))
-        up = np.nextafter(y, np.inf)
-        if f64_nearest:
-            above_mid = _rsqrt_sign(reduced, y, (up - y) / 2.0)
-            odd = (y.view(np.uint64) & np.uint64(1)) == 1
-            take_up = inexact & ((above_mid > 0) | ((above_mid == 0) & odd))
-        else:
-            even = (y.view(np.uint64) & np.uint64(1)) == 0
-            take_up = inexact & even
-        return np.where(regular, np.ldexp(np.where(take_up, up, y), -k), plain)
+        square = y * y
+        half_exponent = np.frexp(x)[1] // 2
+        error = _f64_fma(np.ldexp(x, -half_exponent), -np.ldexp(square, half_exponent), np.ones_like(x), "rn")
+        correction = _f64_fma(error, np.full_like(x, 0.375), np.full_like(x, 0.5), "rn")
+        return _f64_fma(correction, y * error, y, "rn")
+
+
+def _rsqrt_approx_f64(a):
+    """rsqrt.approx.f64 on sm_90: the Newton core for positive normal x; ptxas's slow path for the rest
+    (±0 -> ±inf, NaN -> x + x, negative -> the default NaN, +inf -> +0, subnormal x scaled by 2**54 and
+    the result by 2**27)."""
+    bits = np.asarray(_bits_of(F64, a)).astype(np.uint64).reshape(-1)
+    x = bits.view(np.float64)
+    negative = (bits >> np.uint64(63)) == 1
+    magnitude = bits & np.uint64(0x7FFFFFFFFFFFFFFF)
+    out = np.where(negative, np.uint64(F64.canonical_nan), np.uint64(0))
+    out = np.where(magnitude > np.uint64(0x7FF0000000000000), bits | _F64_QUIET, out)
+    out = np.where(magnitude == 0, (bits & np.uint64(1 << 63)) | np.uint64(0x7FF0000000000000), out)
+    normal = np.flatnonzero((bits >= np.uint64(0x0010000000000000)) & (bits < np.uint64(0x7FF0000000000000)))
+    if normal.size:
+        out[normal] = _rsqrt_f64_newton(x[normal]).view(np.uint64)
+    subnormal = np.flatnonzero((bits != 0) & (bits < np.uint64(0x0010000000000000)))
+    if subnormal.size:
+        scaled = _rsqrt_f64_newton(x[subnormal] * _RSQRT_F64_SCALE_IN) * _RSQRT_F64_SCALE_OUT
+        out[subnormal] = scaled.view(np.uint64)
+    return out.reshape(np.shape(a)).view(np.float64)
 
 
 @_quiet
-def _rsqrt_encoded(x, encode):
-    """encode(x**-0.5) for float64 values: float64's 1/sqrt, within 2**-51 relative of the exact value,
-    settles every element whose 2**-50 neighbourhood encodes to one code; the rest go exact."""
-    approx = 1.0 / np.sqrt(x)
-    codes = encode(approx * (1.0 - 2.0 ** -50))
-    unsettled = np.flatnonzero(codes != encode(approx * (1.0 + 2.0 ** -50)))
-    if unsettled.size:
-        codes = np.array(codes, copy=True).reshape(-1)
-        exact = _rsqrt_values(np.asarray(x, dtype=np.float64).reshape(-1)[unsettled], f64_nearest=False)
-        codes[unsettled] = encode(exact)
-        codes = codes.reshape(np.shape(approx))
-    return codes
-
-
 def frsqrt(a, *, ty, ftz=False):
     """rsqrt.approx{.ftz}.ty: 1 / sqrt(a).
 
-    f32: modelled as the correctly rounded value (ISA: 2**-22.9 relative error); rsqrt(-0) = -inf,
-    rsqrt(+0) = +inf, rsqrt(negative) = NaN, rsqrt(+inf) = +0.
-    f64 (rsqrt.approx.f64): modelled as the correctly rounded value.
-    f64 with ftz (rsqrt.approx.ftz.f64): the ISA's upper-word definition, as for rcp.approx.ftz.f64
-    (truncated; sm_90 agreed on 94% of random inputs, one unit above otherwise).
+    f32: MUFU.RSQ (isa.sfu); without .ftz a subnormal a is scaled by 2**24 first and the result by 2**12.
+    rsqrt(-0) = -inf, rsqrt(+0) = +inf, rsqrt(negative) = NaN, rsqrt(+inf) = +0.
+    f64 with ftz (rsqrt.approx.ftz.f64): MUFU.RSQ64H on a[63:32], low word zero.
+    f64 (rsqrt.approx.f64): ptxas's sequence, MUFU.RSQ64H refined by one DFMA Newton step.
     """
     if ty == "f64":
         if ftz:
-            return _rsqrt_encoded(_high_word_operand(a), _high_word_result)
-        return _f64_out(_rsqrt_values(_values(F64, a), f64_nearest=True), a)
+            return _high_word_unit(a, sfu.rsq64h)
+        return _rsqrt_approx_f64(a)
     _check(ty == "f32", f"rsqrt of type {ty} is not defined")
-    x = _values(F32, a)
-    if ftz:
-        x = _flush_values(F32, x)
-    codes = _rsqrt_encoded(x, lambda value: _encode_result(value, F32, "rn", ftz=ftz))
-    return _from_bits(F32, _finish_codes(F32, codes, np.isnan(x) | (x < 0), ftz=ftz))
+    return _sfu_result(_scaled_unit(a, sfu.rsq, ftz, _F32_TWO_POW_12), a)
 
 
 # ---- approximate transcendental functions --------------------------------------------------------
 
-def _truncate_to_half(value, fmt):
-    """Codes of a half format from float64 values truncated toward zero, overflow going to infinity."""
-    codes = halfbits.encode(value, fmt, "rz")
-    overflow = np.isinf(value) | (np.abs(value) > fmt.max_finite)
-    infinity = np.where(np.signbit(value), fmt.sign_mask | fmt.infinity_bits, fmt.infinity_bits)
-    return np.where(overflow, infinity, codes).astype(fmt.storage)
+_HALF_UNITS = {(name.split("_")[0], fmt): name for name in sfu.HALF_TABLES
+               for fmt in (F16, BF16) if name.endswith("_" + fmt.name)}
 
 
-def _approx_unary(a, ty, ftz, function, allowed):
-    """Approximate unary function: f32 rounds the float64 value to nearest; f16 and bf16 round it to
-    nearest f32 first and then truncate that to the half format (overflow to infinity), which
-    reproduced sm_90's ex2 and tanh on 90% to 99.7% of all half inputs, against 69% to 97% for
-    correct rounding."""
-    _check(ty in allowed, f"this approximate function is not defined for {ty}")
-
-    def lane(fmt, p):
-        x = _values(fmt, p)
-        if ftz:
-            x = _flush_values(fmt, x)
-        value = function(x)
-        if fmt is F32:
-            codes = _encode_result(value, F32, "rn", ftz=ftz)
-        else:
-            codes = _truncate_to_half(halfbits.decode(halfbits.encode(value, F32, "rn"), F32), fmt)
-        return _finish_codes(fmt, codes, np.isnan(value), ftz=ftz)
-
-    return _narrow_result(ty, _lanewise(ty, lane, a))
+def _half_unit(a, ty, function):
+    """MUFU.EX2/TANH .F16/.BF16 on each 16-bit lane (the x2 forms run the unit once per half)."""
+    _check(ty in ("f16", "bf16", "f16x2", "bf16x2"), f"{function}.approx is not defined for {ty}")
+    return _lanewise(ty, lambda fmt, codes: sfu.half(_HALF_UNITS[(function, fmt)], codes), a)
 
 
-_INVERSE_TWO_PI_F32 = float(np.float32(1.0 / (2.0 * np.pi)))
-_TURN_FRACTION_BITS = 25
-
-
-def _sine_cosine_in_turns(x, cosine: bool):
-    """The sm_90 sin/cos.approx pipeline: turns t = |x| * f32(1/2pi) truncated to f32, t truncated to a
-    fixed point of 2**-25, then the exact function of the fractional turn (quadrants exact).
-
-    This reproduces what the hardware does outside the well-behaved range: |x| below about 1.9e-7
-    gives sin = ±0 and cos = 1, and huge |x| collapses onto multiples of a quarter turn (all of
-    |x| >= 2**24 * 2pi gives sin = ±0, cos = 1). Over random inputs it stays within 3.4e-7 of the
-    GPU everywhere and equals it bit for bit on 32% (sin) and 50% (cos) of them, against 2.5% and
-    22% for the correctly rounded sin(x), cos(x).
-    """
-    turns = halfbits.decode(halfbits.encode(np.abs(x) * _INVERSE_TWO_PI_F32, F32, "rz"), F32)
-    turns = np.trunc(np.ldexp(turns, _TURN_FRACTION_BITS))
-    fraction = np.ldexp(np.fmod(turns, 2.0 ** _TURN_FRACTION_BITS), -_TURN_FRACTION_BITS)
-    quarters = np.rint(4.0 * fraction)
-    angle = (4.0 * fraction - quarters) * (np.pi / 2.0)
-    quadrant = (quarters.astype(np.int64) + (1 if cosine else 0)) % 4
-    sine, cos_angle = np.sin(angle), np.cos(angle)
-    value = np.choose(quadrant, [sine, cos_angle, -sine, -cos_angle])
-    if not cosine:
-        value = np.where(np.signbit(x), -value, value)
-    return np.where(np.isfinite(x), value, np.nan)
+def _turns(a):
+    """FMUL.RZ by f32(1/2pi), which ptxas puts before MUFU.SIN/COS (with or without .ftz)."""
+    codes = _sfu_codes(a)
+    return _sfu_multiply(codes, np.full(codes.shape, _INVERSE_TWO_PI_F32), rz=True)
 
 
 @_quiet
 def fsin(a, *, ty, ftz=False):
-    """sin.approx{.ftz}.f32: the hardware's fixed-point turn pipeline (see _sine_cosine_in_turns),
-    rounded to nearest f32; within the ISA's 2**-20.5 absolute error on [-2pi, 2pi]; sin(±inf) = NaN."""
-    return _approx_unary(a, ty, ftz, lambda x: _sine_cosine_in_turns(x, cosine=False), ("f32",))
+    """sin.approx{.ftz}.f32: MUFU.SIN (isa.sfu) of a * f32(1/2pi) rounded toward zero; .ftz changes nothing
+    (ptxas emits the same code). sin(±0) = ±0, sin(±inf) = NaN."""
+    _check(ty == "f32", f"sin.approx is not defined for {ty}")
+    return _sfu_result(sfu.sin(_turns(a)), a)
 
 
 @_quiet
 def fcos(a, *, ty, ftz=False):
-    """cos.approx{.ftz}.f32: as fsin for the cosine; cos(±0) = 1, cos(±inf) = NaN."""
-    return _approx_unary(a, ty, ftz, lambda x: _sine_cosine_in_turns(x, cosine=True), ("f32",))
+    """cos.approx{.ftz}.f32: MUFU.COS of the turns, as fsin. cos(±0) = 1, cos(±inf) = NaN."""
+    _check(ty == "f32", f"cos.approx is not defined for {ty}")
+    return _sfu_result(sfu.cos(_turns(a)), a)
 
 
 @_quiet
 def fex2(a, *, ty, ftz=False):
-    """ex2.approx{.ftz}.ty: 2**a (ISA: 2 ulp); f32 rounds to nearest from float64 (equal to the H100 on
-    82% of random inputs, 1 ulp off otherwise), f16/bf16 truncate as _approx_unary describes.
-    ex2(-inf) = +0, ex2(±0) = 1, ex2(+inf) = +inf; subnormal results are kept unless .ftz.
-    ty: f32 f16 bf16 f16x2 bf16x2."""
-    return _approx_unary(a, ty, ftz, np.exp2, ("f32", "f16", "bf16", "f16x2", "bf16x2"))
+    """ex2.approx{.ftz}.ty: 2**a. ty: f32 f16 bf16 f16x2 bf16x2.
+
+    f32: MUFU.EX2 (isa.sfu); without .ftz, a < -126 is halved first and the unit's result squared (FMUL),
+    which gives the subnormal results. ex2(-inf) = +0, ex2(±0) = 1, ex2(+inf) = +inf.
+    f16, bf16 and their x2 forms: MUFU.EX2.F16/.BF16, read off the H100 for every code.
+    """
+    if ty != "f32":
+        return _half_unit(a, ty, "ex2")
+    codes = _sfu_codes(a)
+    result = sfu.ex2(codes)
+    if not ftz:
+        low = np.flatnonzero((codes >= np.uint32(0xC2FC0001)) & (codes <= _F32_INFINITY | np.uint32(0x80000000)))
+        if low.size:
+            root = sfu.ex2(_sfu_multiply(codes[low], np.full(low.size, _F32_HALF)))
+            result[low] = _sfu_multiply(root, root)
+    return _sfu_result(result, a)
 
 
 @_quiet
 def flg2(a, *, ty, ftz=False):
-    """lg2.approx{.ftz}.f32: log2(a) rounded to nearest from float64; lg2(±0) = -inf,
-    lg2(negative) = NaN, lg2(+inf) = +inf; subnormal inputs are exact logarithms unless .ftz."""
-    return _approx_unary(a, ty, ftz, np.log2, ("f32",))
+    """lg2.approx{.ftz}.f32: MUFU.LG2 (isa.sfu); without .ftz a subnormal a is scaled by 2**24 first and
+    24 subtracted after (FADD). lg2(±0) = -inf, lg2(negative) = NaN, lg2(+inf) = +inf."""
+    _check(ty == "f32", f"lg2.approx is not defined for {ty}")
+    codes = _sfu_codes(a)
+    result = sfu.lg2(codes)
+    if not ftz:
+        subnormal = np.flatnonzero(_magnitude(codes) < _F32_MIN_NORMAL)
+        if subnormal.size:
+            logarithm = sfu.lg2(_sfu_multiply(codes[subnormal], np.full(subnormal.size, _F32_TWO_POW_24)))
+            shifted = (logarithm.view(np.float32).astype(np.float64) - 24.0).astype(np.float32).view(np.uint32)
+            result[subnormal] = np.where(np.isnan(shifted.view(np.float32)), F32.canonical_nan, shifted)
+    return _sfu_result(result, a)
 
 
 @_quiet
 def ftanh(a, *, ty, ftz=False):
-    """tanh.approx.ty: tanh(a) (ISA: 2**-11 relative error); f32 rounds to nearest from float64 (the
-    H100's own 11-bit approximation agrees on 87% of random inputs), f16/bf16 truncate as
-    _approx_unary describes. tanh(±0) = ±0, tanh(±inf) = ±1; subnormals pass through.
-    ty: f32 f16 bf16 f16x2 bf16x2."""
-    return _approx_unary(a, ty, ftz, np.tanh, ("f32", "f16", "bf16", "f16x2", "bf16x2"))
+    """tanh.approx.ty: tanh(a). ty: f32 f16 bf16 f16x2 bf16x2.
+
+    f32: MUFU.TANH (isa.sfu): tanh(±0) = ±0, subnormals and |a| < 2**-8 pass through, tanh(±inf) = ±1.
+    f16, bf16 and their x2 forms: MUFU.TANH.F16/.BF16, read off the H100 for every code.
+    """
+    if ty != "f32":
+        return _half_unit(a, ty, "tanh")
+    return _sfu_result(sfu.tanh(_sfu_codes(a)), a)
 
 
 # ---- min, max, abs, neg, copysign ----------------------------------------------------------------

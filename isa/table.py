@@ -88,17 +88,9 @@ ALL_DATA = INT_TYPES + FLOATS + HALVES
 BITWISE = ("pred", "b16", "b32", "b64")
 
 
-@dataclass(frozen=True)
-class Decoded:
-    """An instruction's family with its modifiers sorted into categories and its types in order."""
-    family: "Family"
-    types: Tuple[str, ...]
+class ModifierLookup:
+    """get/has over `mods`, an instruction's (category, modifier) pairs."""
     mods: Tuple[Tuple[str, str], ...]
-    hints: Tuple[str, ...] = ()
-
-    @property
-    def type(self) -> str:
-        return self.types[0]
 
     def get(self, category: str, default=None):
         for name, value in self.mods:
@@ -108,6 +100,19 @@ class Decoded:
 
     def has(self, category: str) -> bool:
         return any(name == category for name, _ in self.mods)
+
+
+@dataclass(frozen=True)
+class Decoded(ModifierLookup):
+    """An instruction's family with its modifiers sorted into categories and its types in order."""
+    family: "Family"
+    types: Tuple[str, ...]
+    mods: Tuple[Tuple[str, str], ...]
+    hints: Tuple[str, ...] = ()
+
+    @property
+    def type(self) -> str:
+        return self.types[0]
 
     @property
     def signature(self) -> "Signature":
@@ -185,30 +190,27 @@ def _is_float(d: Decoded) -> bool:
     return TYPES[d.type].is_float
 
 
-def _add(d):
-    if _is_float(d):
-        return partial(fp.fadd, **_float_kw(d))
-    if d.type in PACKED_HALVES:
-        return partial(intops.add_halves, ty=d.type)
-    if d.has("cc"):
-        return intops.add_cc
-    if d.has("sat"):
-        return intops.add_sat_s32
-    return np.add
+def _additive(float_fn, halves_fn, cc_fn, sat_fn, integer_fn):
+    """add/sub: the float, packed-halves, carry, saturating or plain integer form the modifiers ask for."""
+    def build(d):
+        if _is_float(d):
+            return partial(float_fn, **_float_kw(d))
+        if halves_fn is not None and d.type in PACKED_HALVES:
+            return partial(halves_fn, ty=d.type)
+        if d.has("cc"):
+            return cc_fn
+        if d.has("sat"):
+            return sat_fn
+        return integer_fn
+    return build
+
+
+_add = _additive(fp.fadd, intops.add_halves, intops.add_cc, intops.add_sat_s32, np.add)
+_sub = _additive(fp.fsub, None, intops.sub_cc, intops.sub_sat_s32, np.subtract)
 
 
 def _addc(d):
     return intops.addc
-
-
-def _sub(d):
-    if _is_float(d):
-        return partial(fp.fsub, **_float_kw(d))
-    if d.has("cc"):
-        return intops.sub_cc
-    if d.has("sat"):
-        return intops.sub_sat_s32
-    return np.subtract
 
 
 def _subc(d):

@@ -7,6 +7,7 @@ import numpy as np
 
 from isa import fp, halfbits
 
+
 def element_values(words: np.ndarray, kind: str) -> np.ndarray:
     """Register words of one fragment (lanes × registers) → float64 element values, two per word for 16-bit types."""
     if kind in ("f16", "bf16"):

@@ -19,8 +19,8 @@ import pytest
 from emulator import cli
 from emulator.cli import build_parser
 from emulator.debug.commands import Session
-from emulator.debug.control import Engine, Plan
-from emulator.debug.expr import DebugError, evaluate, format_lanes, format_scalar, parse_expression
+from emulator.observers.debugger.control import Engine, Plan
+from emulator.observers.debugger.expr import DebugError, evaluate, format_lanes, format_scalar, parse_expression
 from emulator.cli.debug import command_debug
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def test_print_all_lanes_and_examined_shared_memory_are_the_numpy_partial_sums(m
     monkeypatch.chdir(ROOT)
     sums = dot_partial_sums()
     _, transcript = debug(DOT_ARGS, "break 74\nrun\ncuda block 1 thread 37\nprint %f13 @all\nprint %f13\n"
-                                    "x/8wx @shared 0x0\nprint %r3 @all\n")
+                                    "x/8wx @shared 0x400\nprint %r3 @all\n")
     assert values_of(transcript, 1) == list(sums[256 + 32:256 + 64])
     assert values_of(transcript, 2) == [sums[256 + 37]]
     assert values_of(transcript, 3) == list(range(32, 64))
@@ -98,7 +98,7 @@ def test_print_all_lanes_and_examined_shared_memory_are_the_numpy_partial_sums(m
 def test_watchpoint_names_the_writing_thread_and_pc_with_old_and_new_values(monkeypatch):
     monkeypatch.chdir(ROOT)
     sums = dot_partial_sums()
-    _, transcript = debug(DOT_ARGS, "break 74\nrun\nwatch @shared 0x40\ncontinue\n")
+    _, transcript = debug(DOT_ARGS, "break 74\nrun\nwatch @shared 0x440\ncontinue\n")
     store_line = ptx_line(DOT / "dot.ptx", "st.shared.f32 \t[%r8], %f10;")
     old, new = sums[16], np.float32(sums[16] + sums[16 + 128])
     assert f"Old value = {float(old):.9g}\nNew value = {float(new):.9g}\n" in transcript

@@ -3,6 +3,7 @@ import math
 import struct
 import warnings
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -503,18 +504,12 @@ def test_sqrt_approx_and_rsqrt_approx_f32_within_isa_relative_error():
     assert table.view(np.uint32).tolist() == [0x7FFFFFFF, 0x7FFFFFFF, 0xFF800000, 0x7F800000, 0]
 
 
-def rsqrt_is_nearest(x: float, y: float) -> bool:
-    """y is the f64 nearest to x**-0.5: both neighbouring midpoints bracket it (exact rationals)."""
-    up, down = math.nextafter(y, math.inf), math.nextafter(y, 0.0)
-    low_mid, high_mid = (Fraction(y) + Fraction(down)) / 2, (Fraction(y) + Fraction(up)) / 2
-    return Fraction(x) * low_mid ** 2 <= 1 <= Fraction(x) * high_mid ** 2
-
-
-def test_rsqrt_approx_f64_is_the_nearest_double():
-    rng = np.random.default_rng(RNG_SEED + 43)
-    x = rng.integers(1, 0x7FF0000000000000, 600, dtype=np.uint64).view(np.float64)
-    got = fp.frsqrt(x, ty="f64")
-    assert all(rsqrt_is_nearest(float(a), float(b)) for a, b in zip(x, got))
+def test_rsqrt_approx_f64_gives_the_h100_bits():
+    # rsqrt.approx.f64 is ptxas's MUFU.RSQ64H + DFMA sequence, not the nearest double: 3516 inputs
+    # (specials, subnormals, random bits, every decade) with the results an H100 gave.
+    data = np.load(Path(__file__).parent / "sfu_h100" / "held_out.npz", allow_pickle=False)
+    got = fp.frsqrt(data["rsqrt_f64_in"].view(np.float64), ty="f64").view(np.uint64)
+    assert np.array_equal(got, data["rsqrt_f64_out"])
 
 
 def test_rcp_and_rsqrt_approx_ftz_f64_work_on_the_upper_word():
@@ -523,8 +518,12 @@ def test_rcp_and_rsqrt_approx_ftz_f64_work_on_the_upper_word():
     rcp = fp.frcp(a.view(np.float64), ty="f64", mode="approx", ftz=True).view(np.uint64)
     assert rcp.tolist()[0] == 0xBF5C1A5800000000
     assert rcp.tolist()[2:] == [0x7FF0000000000000, 0]
-    rsqrt = fp.frsqrt(a.view(np.float64), ty="f64", ftz=True).view(np.uint64)
-    assert rsqrt.tolist()[1] == 0x3FD1AE7600000000
+    # rsqrt.approx.ftz.f64 of 0x402A33FAF43FD374 is 0x3FD1AE7700000000 (MUFU.RSQ64H of the upper word; this
+    # test used to expect 0x3FD1AE76..., the ISA's truncated value, which the H100 does not give: every
+    # upper word was compared with the card, docs/sfu.md). Results an H100 gave for 3516 inputs:
+    data = np.load(Path(__file__).parent / "sfu_h100" / "held_out.npz", allow_pickle=False)
+    rsqrt = fp.frsqrt(data["rsqrt_ftz_f64_in"].view(np.float64), ty="f64", ftz=True).view(np.uint64)
+    assert np.array_equal(rsqrt, data["rsqrt_ftz_f64_out"])
     nan = fp.frcp(np.array([0x7FF4000000000123], np.uint64).view(np.float64), ty="f64", mode="approx", ftz=True)
     assert nan.view(np.uint64).tolist() == [0x7FFFFFFF00000000]
 

@@ -11,7 +11,7 @@ import pytest
 
 import emulator
 from emulator.errors import PTXSyntaxError, UsageError
-from emulator.machine.executors import lanes_of
+from emulator.machine.lanes import lanes_of
 from emulator.runtime.module import Device, Module
 from emulator.machine.observe import Observer
 from emulator.frontend.sass import looks_like_sass
@@ -805,7 +805,7 @@ def test_stats_report_each_warps_trips_round_the_ldslk_loop(listing, kernel, rou
 def test_ctas_on_one_sm_share_its_256_ldslk_locks():
     # the seed: 256 locks per SM, indexed by bits 2-9 of the shared address; %smid is the CTA modulo 132
     from types import SimpleNamespace
-    from emulator.machine.executors import ALL
+    from emulator.machine.lanes import ALL
     from emulator.machine.sass import _lock_keys
     batch = SimpleNamespace(n=4 * 32, cta_of=np.repeat(np.arange(4), 32), cta_start=131)
     addresses = np.full(4 * 32, 0x404, dtype=np.uint64)

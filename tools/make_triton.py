@@ -129,10 +129,9 @@ def main():
 
     rows, cols = 64, 781
     data = save("softmax_in.npy", (4 * rng.standard_normal((rows, cols))).astype(np.float32).reshape(-1))
-    launch = emit("softmax", compile_kernel(softmax_kernel, {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
+    emit("softmax", compile_kernel(softmax_kernel, {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
                                                              "out_stride": "i32", "n_cols": "i32"}, {"BLOCK": 1024}, 90),
                   (rows, 1, 1), [f"zeros:f32:{rows * cols}", data, f"i32:{cols}", f"i32:{cols}", f"i32:{cols}"])
-    launch["tolerance"] = {"ulp": 4, "note": "ex2.approx.ftz.f32 (2 ulp) inside exp, then a sum and a division"}
 
     m = nn = k = 128
     signature = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
@@ -180,11 +179,10 @@ def main():
          (m // 128, nn // 128, 1), [a16, b16, f"zeros:f32:{m * nn}"] + strides)
     length, head = 256, 64
     qkv = [save(f"attention_{name}.npy", rng.uniform(-1, 1, length * head).astype(np.float16)) for name in "qkv"]
-    launch = emit("attention", compile_kernel(attention_kernel, {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
+    emit("attention", compile_kernel(attention_kernel, {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16",
                                                                  "o_ptr": "*fp32", "L": "i32"}, {"D": 64, "BL": 64}, 90,
                                               num_stages=2),
                   (length // 64, 1, 1), qkv + [f"zeros:f32:{length * head}", f"i32:{length}"])
-    launch["tolerance"] = {"abs": 2e-6, "note": "ex2.approx (2 ulp) inside exp can flip the f16 rounding of a probability"}
 
     (OUT / "launches.json").write_text(json.dumps({"launches": launches}, indent=2) + "\n")
     print(f"wrote {len(launches)} launches to {OUT}")

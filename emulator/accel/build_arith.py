@@ -1,11 +1,8 @@
 """cffi (API mode) build of the arithmetic accelerators; `python -m emulator.accel.build_arith` builds in place."""
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import sys
-import tempfile
 
 from cffi import FFI
 
@@ -32,23 +29,9 @@ ffibuilder = make_builder(os.path.join("emulator", "accel"))
 
 
 def build_in_place() -> str:
-    with tempfile.TemporaryDirectory(prefix="gpuemu-arith-") as scratch:
-        previous = os.getcwd()
-        os.chdir(scratch)
-        try:
-            make_builder(HERE).compile(tmpdir=scratch, verbose=False)
-        finally:
-            os.chdir(previous)
-        built = [p for p in glob.glob(os.path.join(scratch, "emulator", "accel", "_gpuemu_arith*"))
-                 if not p.endswith((".c", ".o"))]
-        target = os.path.join(HERE, os.path.basename(built[0]))
-        shutil.copy2(built[0], target + ".new")
-        os.replace(target + ".new", target)
-        # Python prefers a cpython-3XY module over an abi3 one, so drop other builds that could shadow this.
-        for other in glob.glob(os.path.join(HERE, "_gpuemu_arith*.so")):
-            if other != target:
-                os.unlink(other)
-        return target
+    """Compiles the extension in a scratch directory and puts the module next to this file."""
+    from emulator.base import cbuild  # setup.py runs this file on its own, where the package is not importable
+    return cbuild.build_in_place(make_builder, HERE, "_gpuemu_arith")
 
 
 if __name__ == "__main__":

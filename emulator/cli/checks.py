@@ -10,7 +10,7 @@ import numpy as np
 from emulator.base.errors import DeviceError, UsageError
 from emulator.cli.common import Progress, RunFeature, prepare_launch
 from emulator.machine.policies import SCHEDULES, RandomSchedule, make_policy
-from emulator.observers.checks import (CHECKS, DEFAULT_MAX_ERRORS, CheckFailed, CheckSession, compare_outputs)
+from emulator.observers.checks import CHECKS, DEFAULT_MAX_ERRORS, CheckFailed, CheckSession, compare_outputs
 from emulator.runtime.launch import DEFAULT_ARCH, DEFAULT_MAX_STEPS, DEFAULT_SPIN_LIMIT
 from emulator.runtime.names import arch_number, plain_name
 

@@ -147,6 +147,9 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
                         help="refuse a module or launch whose host memory would exceed SIZE (e.g. 4G, 512M; "
                              "default: 75%% of the memory available, within a control group's limit)")
+    parser.add_argument("--no-contract", action="store_true",
+                        help="run the PTX literally: no mul+add fused into one rounding as ptxas does "
+                             "(docs/fidelity.md)")
 
 
 def is_terminal(stream) -> bool:
@@ -208,6 +211,7 @@ def prepare_launch(options, stdout=None):
         with open(options.file, encoding="utf-8", errors="replace") as handle:
             text, name = handle.read(), options.file
     module = Module(text, name, device)
+    module.contract = not getattr(options, "no_contract", False)
     kernel = module.kernel(options.kernel)
     for item in options.const:
         name, sep, spec = item.partition("=")

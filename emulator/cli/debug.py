@@ -8,8 +8,8 @@ import sys
 from emulator.base.errors import GpuemuError, UsageError
 from emulator.cli.common import add_launch_arguments
 from emulator.debug.commands import Session
-from emulator.debug.record import DEFAULT_HISTORY
 from emulator.debug.repl import converse
+from emulator.observers.debugger.record import DEFAULT_HISTORY
 
 
 def add_command(commands) -> None:

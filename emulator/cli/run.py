@@ -30,9 +30,9 @@ def add_command(commands) -> None:
 
 
 def command_run(options) -> int:
+    from emulator.machine.observe import combine
     from emulator.runtime.launch import DEFAULT_MAX_STEPS
     from emulator.runtime.names import plain_name
-    from emulator.machine.observe import combine
     module, kernel, args, grid, block = prepare_launch(options)
     if options.out:
         check_output_directory(options.out, "--out")

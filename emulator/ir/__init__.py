@@ -12,6 +12,10 @@ from isa.table import Decoded
 #: offset by this much so that `ld.param [%rd]` can tell them from kernel parameters.
 FUNC_PARAM_BASE = 1 << 24
 
+#: sm_90 keeps the first kilobyte of a CTA's shared memory for the driver (%reserved_smem_offset_cap): ptxas
+#: places the kernel's variables from this address on, and the shared window includes it
+SHARED_RESERVED_BYTES = 0x400
+
 # control classes: how the scheduler treats an instruction
 STRAIGHT, BRANCH, EXIT, BARRIER, CALL, RETURN, TRAP = range(7)
 
@@ -89,6 +93,13 @@ class LabelRef:
     pc: int
 
 
+@dataclass(frozen=True)
+class InlineFrame:
+    """One inlined call around an instruction: `function` (mangled) was inlined at `call` = (CUDA file, line)."""
+    function: str
+    call: Tuple[str, int]
+
+
 @dataclass
 class Instr:
     pc: int
@@ -104,10 +115,26 @@ class Instr:
     operands: Tuple[Any, ...]
     target: Optional[int] = None
     info: Dict[str, Any] = field(default_factory=dict)
+    inlined: Tuple[InlineFrame, ...] = ()  # from .loc's inlined_at, innermost call first
 
     @property
     def op_class(self) -> str:
         return self.decoded.family.op_class if self.decoded else "builtin"
+
+    @property
+    def user_source(self) -> Optional[Tuple[str, int]]:
+        """The (file, line) to name first: the outermost inlined call's line, else the .loc line."""
+        return self.inlined[-1].call if self.inlined else self.source
+
+    def source_frames(self) -> Tuple[Tuple[Optional[str], Optional[Tuple[str, int]]], ...]:
+        """(inlined function or None for the PTX function itself, (file, line)), innermost first."""
+        frames = []
+        where = self.source
+        for frame in self.inlined:
+            frames.append((frame.function, where))
+            where = frame.call
+        frames.append((None, where))
+        return tuple(frames)
 
 
 @dataclass

@@ -6,15 +6,12 @@ the runtime that started it: a launch hands it its configuration (config.py), an
 a launch (a fault, a deadlock, the step limit) by raising a stop with a snapshot (stops.py) that the
 runtime renders. Every module that defines executor builders is imported here, once, and the builder
 table (registry.py) is checked against the instruction tables."""
-from isa.table import FAMILIES as _FAMILIES
-
 from emulator.ir.sass import SASS_OP_CLASS as _SASS_OP_CLASS
 from emulator.machine import executors, sass, tensor, wgmma  # each defines builders with @builds
 from emulator.machine.registry import check_complete
+from isa.table import FAMILIES as _FAMILIES
+from isa.table import SCHEDULER_CLASSES
 
-#: op classes the scheduler itself runs (control flow); every other one needs a builder
-CONTROL_OP_CLASSES = frozenset({"bra", "call", "ret", "exit", "trap"})
-
-check_complete({family.op_class for family in _FAMILIES} - CONTROL_OP_CLASSES | {_SASS_OP_CLASS})
+check_complete({family.op_class for family in _FAMILIES} - SCHEDULER_CLASSES | {_SASS_OP_CLASS})
 
 __all__ = ["executors", "sass", "tensor", "wgmma"]

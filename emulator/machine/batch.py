@@ -5,7 +5,6 @@ operation. In the common convergent case that is every thread, with no masking a
 """
 from __future__ import annotations
 
-import hashlib
 from typing import List, Optional
 
 import numpy as np
@@ -13,24 +12,22 @@ import numpy as np
 from emulator import ir
 from emulator.base.errors import PTXSemanticError
 from emulator.machine import executors
+from emulator.machine.addressing import Addressing
+from emulator.machine.barriers import Barriers
+from emulator.machine.calls import Calls
 from emulator.machine.config import LaunchConfig
-from emulator.machine.executors import ALL, count_of, lanes_of, reader, subselect, writer
-from emulator.machine.printf import format_printf, read_c_string
-from emulator.machine.stops import (AssertFailure, Deadlock, IllegalInstruction, Livelock, MemoryFault, StepLimit,
-                                    ThreadPlace, Trap, WarpState)
-from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, DeviceFault, Memory
+from emulator.machine.lanes import ALL, count_of, lanes_of, subselect
+from emulator.machine.specials import special_value
+from emulator.machine.spin import SpinWatch
+from emulator.machine.states import AT_BARRIER, EXITED, INF, NUM_BARRIERS, RUNNING
+from emulator.machine.stops import Deadlock, IllegalInstruction, MemoryFault, StepLimit, ThreadPlace, Trap, WarpState
+from emulator.memory import DeviceFault, Memory
 
-INF = np.iinfo(np.int32).max
 _NONE = np.empty(0, dtype=np.int64)
-RUNNING, AT_BARRIER, EXITED = 0, 1, 2
 #: backward branches a group may take while other groups wait before the scheduler lets another group run
 SPIN_ROTATE = 64
-NUM_BARRIERS = 16
 #: the first architecture whose barriers count threads (independent thread scheduling); older ones count warps
 PER_THREAD_BARRIERS_FROM = 70
-#: spin checks in a row with every thread at the same pc and no memory byte changed that make a livelock
-#: even while registers change (a counter in a loop that never ends); kernels with local memory excepted
-QUIET_SPIN_CHECKS = 100
 
 
 class BatchLayout:
@@ -83,6 +80,8 @@ class Batch:
         self.live = np.full(n_ctas, self.tpc, dtype=np.int64)
         self.resume_pc = np.zeros(n, dtype=np.int32)
         self.bar_wait = np.full(n, -1, dtype=np.int8)
+        self.warp_sync_arrived = np.zeros(n // 32, dtype=np.uint32)
+        self.warp_sync_mask = np.zeros(n // 32, dtype=np.uint32)
         self.bar_arrived = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
         self.bar_expected = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
         self.bar_votes = np.zeros((NUM_BARRIERS, n_ctas), dtype=np.int64)
@@ -97,20 +96,20 @@ class Batch:
             self.barrier_quota = self.live
         self.spin_limit = config.spin_limit
         self.backward_branches = 0
-        self._next_spin_check = self.spin_limit
-        self._spin_pcs = None
-        self._spin_digest = None
-        self._quiet_checks = 0
         self.depth = None
         self.steps = 0
         self.warp_instructions = 0
         self.thread_instructions = 0
         self._specials = {}
-        self._rotation_cursor = -1
+        self.rotation_cursor = -1
         self.policy = policy
         self.turn_limit = getattr(policy, "turn_limit", None)
         self.uniform = uniform
         self.uniform_values = {index: self.regs[index].dtype.type(0) for index in self.uniform}
+        self.addressing = Addressing(config)
+        self.barriers = Barriers(self)
+        self.calls = Calls(self)
+        self.spin = SpinWatch(self)
         self.executors = [self._bind(instr) for instr in program.instrs]
         self.straight_run = self._straight_runs(program.instrs)
 
@@ -128,112 +127,8 @@ class Batch:
 
     def special(self, name: str):
         if name not in self._specials:
-            self._specials[name] = self._make_special(name)
+            self._specials[name] = special_value(self, name)
         return self._specials[name]
-
-    def _make_special(self, name: str):
-        config = self.config
-        base, _, component = name.partition(".")
-        if component == "w":
-            return np.uint32(0)
-        axis = "xyz".index(component) if component else 0
-        gx, gy, gz = config.grid
-        if name in self.layout.specials:
-            return self.layout.specials[name]
-        if base in ("ctaid", "clusterid") and (axis, gy, gz) == (0, 1, 1):
-            return self.layout.cta_of_u32 + np.uint32(self.cta_start)
-        cta = self.cta_of + self.cta_start
-        if base == "ntid":
-            return np.uint32(config.block[axis])
-        if base in ("ctaid", "clusterid"):
-            return ((cta % gx, (cta // gx) % gy, cta // (gx * gy))[axis]).astype(np.uint32)
-        if base in ("nctaid", "nclusterid"):
-            return np.uint32(config.grid[axis])
-        if base == "laneid":
-            return self.lane_ids
-        if base == "nwarpid":
-            return np.uint32(64)
-        if base == "smid":
-            return (cta % 132).astype(np.uint32)
-        if base == "nsmid":
-            return np.uint32(132)
-        if base.startswith("lanemask_"):
-            lane = self.lane_ids.astype(np.uint64)
-            below = (np.uint64(1) << lane) - np.uint64(1)
-            bit = np.uint64(1) << lane
-            full = np.uint64(0xFFFFFFFF)
-            value = {"lanemask_eq": bit, "lanemask_lt": below, "lanemask_le": below | bit,
-                     "lanemask_gt": full & ~(below | bit), "lanemask_ge": full & ~below}[base]
-            return value.astype(np.uint32)
-        if base in ("clock", "clock_hi", "clock64", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
-            def counter(sel, base=base):
-                value = self.steps * (1000 if base.startswith("globaltimer") else 1)
-                if base.endswith("_hi"):
-                    value >>= 32
-                return np.uint64(value) if base in ("clock64", "globaltimer") else np.uint32(value & 0xFFFFFFFF)
-            return counter
-        if base == "dynamic_smem_size":
-            return np.uint32(config.dynamic_shared)
-        if base in ("total_smem_size", "aggr_smem_size"):
-            return np.uint32((config.shared_bytes + 127) // 128 * 128)
-        if base in ("cluster_nctaid",):
-            return np.uint32(1)
-        if base in ("cluster_nctarank",):
-            return np.uint32(1)
-        if base == "gridid":
-            return np.uint64(config.grid_id)
-        return np.uint32(0)
-
-    def symbol_address(self, symbol: ir.SymbolInfo) -> int:
-        return symbol.address
-
-    def space_base(self, space: Optional[str]) -> int:
-        return {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "const": self.config.const_base,
-                "param": self.config.param_base}.get(space, 0)
-
-    def symbol_access(self, symbol: ir.SymbolInfo, space: str, offset: int):
-        """(address, space for the memory core) of [symbol+offset]."""
-        address = symbol.address + offset
-        if symbol.space == "const":
-            return self.config.const_base + address, "global"
-        if symbol.space == "param":
-            return self.config.param_base + address, "global"
-        if symbol.space == "fparam":
-            return address - ir.FUNC_PARAM_BASE, "local"
-        if symbol.space in ("shared", "local", "global"):
-            return address, symbol.space
-        return address, space
-
-    def absolute_access(self, address: int, space: str):
-        if space == "const":
-            return self.config.const_base + address, "global"
-        if space == "param":
-            return self.config.param_base + address, "global"
-        return address, space
-
-    def register_access(self, space: str):
-        """(space, translate) for [reg+offset] addresses in a state space."""
-        if space == "const":
-            base = np.uint64(self.config.const_base)
-            return "global", lambda addresses, sel: ("global", addresses + base, executors.threads_of(sel))
-        if space == "param":
-            base = np.uint64(self.config.param_base)
-            func_base = np.uint64(ir.FUNC_PARAM_BASE)
-
-            def translate(addresses, sel):
-                if np.all(addresses >= func_base):
-                    return "local", addresses - func_base, executors.threads_of(sel)
-                return "global", addresses + base, executors.threads_of(sel)
-            return "param", translate
-        return space, None
-
-    def in_const(self, addresses):
-        start, size = self.config.const_base, self.config.const_size
-        return (addresses >= np.uint64(start)) & (addresses < np.uint64(start + size))
-
-    def in_param(self, addresses):
-        start, size = self.config.param_base, max(self.config.param_bytes, 1)
-        return (addresses >= np.uint64(start)) & (addresses < np.uint64(start + size))
 
     def thread_coordinates(self, thread: int):
         """(block (x,y,z), thread (x,y,z)) of a batch thread index."""
@@ -275,14 +170,15 @@ class Batch:
         if instr.control == ir.STRAIGHT:
             return executors.build(self, instr)
         if instr.control in (ir.BRANCH, ir.EXIT, ir.RETURN, ir.TRAP):
-            return self._guard_reader(instr)
+            return self.guard_reader(instr)
         if instr.control == ir.BARRIER:
-            return self._bind_barrier(instr)
+            return self.barriers.bind(instr)
         if instr.control == ir.CALL:
-            return self._bind_call(instr)
+            return self.calls.bind(instr)
         raise self.lowering_error(instr, f"'{instr.opcode}' is not supported")
 
-    def _guard_reader(self, instr: ir.Instr):
+    def guard_reader(self, instr: ir.Instr):
+        """A function sel -> whether each lane's guard predicate holds, or None for an unguarded instruction."""
         if instr.guard is None:
             return None
         reg, negated = instr.guard
@@ -308,17 +204,17 @@ class Batch:
             return self.policy.select(self)
         rpc = self.rpc
         rotating = False
-        if self._rotate_pending:
-            self._rotate_pending = False
+        if self.rotate_pending:
+            self.rotate_pending = False
             runnable = rpc != INF
             if self.per_warp_barriers:
                 runnable &= self._at_lowest_pc_of_warp()
-            candidates = rpc[(rpc > self._rotation_cursor) & runnable]
+            candidates = rpc[(rpc > self.rotation_cursor) & runnable]
             if len(candidates) == 0:
                 candidates = rpc[runnable]
             if len(candidates):
                 pc = int(candidates.min())
-                self._rotation_cursor = pc
+                self.rotation_cursor = pc
                 rotating = True
             else:
                 return None
@@ -352,7 +248,7 @@ class Batch:
         lanes = (warps[:, None] * 32 + np.arange(32)).reshape(-1)
         return int(np.min(self.rpc[lanes], where=~mask[lanes], initial=INF))
 
-    _rotate_pending = False
+    rotate_pending = False
     _current_pc = 0
 
     def _warps_in(self, sel) -> int:
@@ -438,8 +334,8 @@ class Batch:
                 if new_pc <= pc:
                     if spin_limit:
                         self.backward_branches += 1
-                        if self.backward_branches >= self._next_spin_check:
-                            self._check_spin(new_pc, sel)
+                        if self.backward_branches >= self.spin.next_check:
+                            self.spin.check(new_pc, sel)
                     if rotating:
                         self.rpc[sel] = new_pc
                         return
@@ -447,12 +343,12 @@ class Batch:
                         backward += 1
                         if backward >= SPIN_ROTATE:
                             self.rpc[sel] = new_pc
-                            self._rotate_pending = True
+                            self.rotate_pending = True
                             return
                 pc = new_pc
             elif control == ir.EXIT:
                 self._current_pc = pc
-                sel, lanes = self._exit(sel, execs[pc])
+                sel, lanes = self.exit_threads(sel, execs[pc])
                 if lanes == 0:
                     return
                 warps = self._warps_in(sel)
@@ -466,7 +362,7 @@ class Batch:
                 pc = execs[pc](pc, sel)
             elif control == ir.RETURN:
                 self._current_pc = pc
-                result = self._return(pc, sel, execs[pc])
+                result = self.calls.return_from(pc, sel, execs[pc])
                 if result is None:
                     return
                 pc, sel = result
@@ -486,8 +382,9 @@ class Batch:
                     self.rpc[sel] = pc
                     return
 
-    # ---- exit, barriers, calls ----
-    def _exit(self, sel, guard):
+    # ---- exit ----
+    def exit_threads(self, sel, guard):
+        """End the lanes of sel whose guard holds (all when guard is None); (the lanes that stay, their count)."""
         if guard is not None:
             leaving = guard(sel)
             exiting = subselect(sel, leaving)
@@ -503,302 +400,12 @@ class Batch:
         ctas = self.cta_of[exiting] if exiting is not ALL else self.cta_of
         gone = np.bincount(ctas, minlength=self.n_ctas)
         self.live -= gone
-        self._complete_barriers(np.flatnonzero(gone))
+        self.barriers.complete(np.flatnonzero(gone))
+        self.barriers.complete_warp_syncs(np.unique(lanes_of(exiting, self.n) >> 5))
         if self.observer is not None:
-            for bar, released in self._released_by_barrier:
+            for bar, released in self.barriers.released_by_barrier:
                 self.observer.barrier(self, self.program.instrs[self._current_pc], _NONE, bar, released)
         return staying, len(staying)
-
-    def _bind_barrier(self, instr: ir.Instr):
-        decoded = instr.decoded
-        if decoded.has("barwarp"):
-            return lambda pc, sel: True
-        mode = decoded.get("barmode", "sync")
-        operands = instr.operands
-        dest = None
-        if mode == "red":
-            dest, operands = operands[0], operands[1:]
-            pred_ref = operands[-1]
-            operands = operands[:-1]
-            read_pred = reader(self, pred_ref, "pred")
-            write_dest = writer(self, dest, decoded.type if decoded.types else "u32")
-            reduction = decoded.get("barredop")
-        read_id = reader(self, operands[0], "u32") if operands else (lambda sel: np.uint32(0))
-        read_count = reader(self, operands[1], "u32") if len(operands) > 1 else None
-        guard = self._guard_reader(instr)
-
-        def execute(pc, sel):
-            if guard is not None:
-                active = guard(sel)
-                if not np.all(active):
-                    self.rpc[subselect(sel, ~active)] = pc + 1
-                    sel = subselect(sel, active)
-                    if len(sel) == 0:
-                        return None
-            ids = np.asarray(read_id(sel)).reshape(-1)
-            bar = int(ids[0]) % NUM_BARRIERS
-            ctas = self.cta_of[sel] if sel is not ALL else self.cta_of
-            if self.per_warp_barriers:
-                arrivals = self._warp_arrivals(bar, sel)
-            else:
-                arrivals = np.bincount(ctas, minlength=self.n_ctas)
-            touched = np.flatnonzero(arrivals)
-            self.bar_arrived[bar] += arrivals
-            illegal = None
-            if read_count is not None:
-                counts = np.asarray(read_count(sel)).reshape(-1)
-                count = int(counts[0])
-                if count % 32:
-                    illegal = count
-                self.bar_expected[bar][touched] = (count + 31) // 32 if self.per_warp_barriers else count
-            if mode == "red":
-                votes = np.asarray(read_pred(sel), dtype=bool)
-                votes = np.broadcast_to(votes, (count_of(sel, self.n),))
-                if reduction == "popc" or reduction == "or":
-                    add = np.bincount(ctas, weights=votes, minlength=self.n_ctas).astype(np.int64)
-                else:
-                    add = np.bincount(ctas, weights=~votes, minlength=self.n_ctas).astype(np.int64)
-                self.bar_votes[bar] += add
-            if mode == "arrive":
-                released = self._complete_barriers(touched)
-                if self.observer is not None:
-                    self.observer.barrier(self, instr, sel, bar, released)
-                if illegal is not None:
-                    raise self._illegal_barrier(instr, illegal, sel)
-                return True
-            self.status[sel] = AT_BARRIER
-            self.bar_wait[sel] = bar
-            self.resume_pc[sel] = pc + 1
-            self.rpc[sel] = INF
-            released = self._complete_barriers(touched, bar)
-            if self.observer is not None:
-                self.observer.barrier(self, instr, sel, bar, released)
-            if illegal is not None:
-                raise self._illegal_barrier(instr, illegal, sel)
-            if mode == "red" and released is not None:
-                self._write_reduction(released, bar, write_dest, reduction)
-            if sel is ALL and released is not None and len(released) == self.n - int(np.count_nonzero(self.status == EXITED)):
-                self.rpc[released] = INF
-                return True
-            return None
-        return execute
-
-    def _illegal_barrier(self, instr: ir.Instr, count: int, sel):
-        return self.illegal_instruction(
-            instr, f"waits for {count} threads (a barrier's thread count must be a multiple of the warp "
-                         f"size, 32)", lanes_of(sel, self.n)[0])
-
-    def _write_reduction(self, released, bar, write_dest, reduction):
-        votes = self._released_votes
-        per_thread = votes[self.cta_of[released]]
-        if reduction == "popc":
-            write_dest(released, per_thread.astype(np.uint32))
-        elif reduction == "and":
-            write_dest(released, (per_thread == 0).astype(np.uint32))
-        else:
-            write_dest(released, (per_thread != 0).astype(np.uint32))
-
-    def _warp_arrivals(self, bar: int, sel) -> np.ndarray:
-        """Per CTA, the warps of sel that had not yet arrived at this barrier (pre-Volta counting)."""
-        warps = np.unique(lanes_of(sel, self.n) >> 5)
-        new = warps[~self.bar_warp_arrived[bar][warps]]
-        self.bar_warp_arrived[bar][new] = True
-        return np.bincount(new // self.warps_per_cta, minlength=self.n_ctas)
-
-    def _complete_barriers(self, ctas: np.ndarray, only: Optional[int] = None):
-        """Release every barrier of these CTAs that has all its threads (pre-Volta: warps); return the
-        released threads. (barrier, threads) of each release is left in _released_by_barrier."""
-        released_all = []
-        self._released_by_barrier = []
-        bars = range(NUM_BARRIERS) if only is None else (only,)
-        for bar in bars:
-            arrived = self.bar_arrived[bar][ctas]
-            if not np.any(arrived):
-                continue
-            expected = self.bar_expected[bar][ctas]
-            expected = np.where(expected > 0, expected, self.barrier_quota[ctas])
-            done = ctas[arrived >= expected]
-            if len(done) == 0:
-                continue
-            done_mask = np.zeros(self.n_ctas, dtype=bool)
-            done_mask[done] = True
-            waiting = np.flatnonzero((self.status == AT_BARRIER) & (self.bar_wait == bar) & done_mask[self.cta_of])
-            self._released_votes = self.bar_votes[bar].copy()
-            self.bar_arrived[bar][done] = 0
-            self.bar_expected[bar][done] = 0
-            self.bar_votes[bar][done] = 0
-            if self.per_warp_barriers:
-                self.bar_warp_arrived[bar].reshape(self.n_ctas, -1)[done] = False
-            self.status[waiting] = RUNNING
-            self.bar_wait[waiting] = -1
-            self.rpc[waiting] = self.resume_pc[waiting]
-            released_all.append(waiting)
-            self._released_by_barrier.append((bar, waiting))
-        if not released_all:
-            return None
-        return np.concatenate(released_all) if len(released_all) > 1 else released_all[0]
-
-    def _bind_call(self, instr: ir.Instr):
-        site: ir.CallSite = instr.operands[0]
-        guard = self._guard_reader(instr)
-        if site.callee in ("vprintf", "__assertfail", "malloc", "free"):
-            builtin = {"vprintf": self._vprintf, "__assertfail": self._assertfail,
-                       "malloc": self._malloc, "free": self._free}[site.callee]
-
-            def call_builtin(pc, sel):
-                active = sel if guard is None else subselect(sel, guard(sel))
-                if count_of(active, self.n):
-                    builtin(instr, site, active)
-                return pc + 1
-            return call_builtin
-        callee = self.program.functions[site.callee]
-        max_depth = len(self.program.functions) + 1
-        site_id = id(site)
-        self._sites = getattr(self, "_sites", {})
-        self._sites[site_id] = site
-
-        def call_function(pc, sel):
-            if guard is not None and not np.all(guard(sel)):
-                raise self.lowering_error(instr, "predicated calls are not supported")
-            if self.depth is None:
-                self.depth = np.zeros(self.n, dtype=np.int32)
-                self.stack_pc = np.zeros((max_depth, self.n), dtype=np.int32)
-                self.stack_site = np.zeros((max_depth, self.n), dtype=np.int64)
-            depth = self.depth[sel]
-            if np.any(depth >= max_depth):
-                raise self.lowering_error(instr, "call stack overflow")
-            lanes = lanes_of(sel, self.n)
-            self.stack_pc[depth, lanes] = pc + 1
-            self.stack_site[depth, lanes] = site_id
-            self.depth[sel] = depth + 1
-            for source, target in zip(site.arguments, callee.params):
-                self._copy_param(source, target, sel)
-            return callee.entry_pc
-        return call_function
-
-    def _copy_param(self, source: ir.SymbolInfo, target: ir.SymbolInfo, sel) -> None:
-        size = min(source.size, target.size)
-        threads = executors.threads_of(sel)
-        n = count_of(sel, self.n)
-        offset = 0
-        while offset < size:
-            width = 8 if size - offset >= 8 and (source.address + offset) % 8 == 0 and (target.address + offset) % 8 == 0 \
-                else 4 if size - offset >= 4 and (source.address + offset) % 4 == 0 and (target.address + offset) % 4 == 0 \
-                else 1
-            src = np.full(n, source.address - ir.FUNC_PARAM_BASE + offset, dtype=np.uint64)
-            dst = np.full(n, target.address - ir.FUNC_PARAM_BASE + offset, dtype=np.uint64)
-            data = self.memory.load("local", src, threads, width)
-            self.memory.store("local", dst, threads, width, data)
-            offset += width
-
-    def _return(self, pc: int, sel, guard):
-        if guard is not None:
-            leaving = guard(sel)
-            if not np.all(leaving):
-                raise self.lowering_error(self.program.instrs[pc], "predicated ret is not supported")
-        if self.depth is None or np.any(self.depth[sel] == 0):
-            self._exit(sel, None)
-            return None
-        lanes = lanes_of(sel, self.n)
-        depth = self.depth[sel] - 1
-        self.depth[sel] = depth
-        targets = self.stack_pc[depth, lanes]
-        sites = self.stack_site[depth, lanes]
-        callee = self.program.functions[self.program.instrs[pc].function]
-        for site_id in np.unique(sites):
-            site = self._sites[int(site_id)]
-            group = lanes[sites == site_id]
-            for source, target in zip(callee.returns, site.returns):
-                self._copy_param(source, target, group)
-        if np.all(targets == targets[0]):
-            return int(targets[0]), sel
-        self.rpc[lanes] = targets
-        return None
-
-    # ---- builtins ----
-    def _vprintf(self, instr: ir.Instr, site: ir.CallSite, sel) -> None:
-        lanes = lanes_of(sel, self.n)
-        n = len(lanes)
-        args = []
-        for symbol in site.arguments[:2]:
-            raw = self.memory.load("local", np.full(n, symbol.address - ir.FUNC_PARAM_BASE, dtype=np.uint64),
-                                   lanes, 8)
-            args.append(raw.view(np.uint64).reshape(n))
-        for i, thread in enumerate(lanes):
-            try:
-                text = format_printf(self.memory, int(args[0][i]), int(args[1][i]), int(thread))
-            except DeviceFault as fault:
-                raise MemoryFault(instr, fault, self.place(thread)) from None
-            self.config.write_stdout(text)
-        for symbol in site.returns[:1]:
-            self.memory.store("local", np.full(n, symbol.address - ir.FUNC_PARAM_BASE, dtype=np.uint64), lanes, 4,
-                              np.zeros(n, dtype=np.int32))
-
-    def _assertfail(self, instr: ir.Instr, site: ir.CallSite, sel) -> None:
-        """__assertfail(message, file, line, function, char size): stop with the first failing thread's texts."""
-        thread = int(lanes_of(sel, self.n)[0])
-        threads = np.array([thread], dtype=np.int64)
-        values = []
-        for symbol in site.arguments[:3]:
-            width = 8 if symbol.size >= 8 else 4
-            raw = self.memory.load("local", np.array([symbol.address - ir.FUNC_PARAM_BASE], dtype=np.uint64),
-                                   threads, width)
-            values.append(int(raw.view(np.uint64 if width == 8 else np.uint32)[0, 0]))
-        try:
-            texts = [read_c_string(self.memory, address, thread).decode(errors="replace") if address else "?"
-                     for address in values[:2]]
-        except DeviceFault as fault:
-            raise MemoryFault(instr, fault, self.place(thread)) from None
-        texts += ["?"] * (2 - len(texts))
-        raise AssertFailure(texts[0], texts[1], values[2] if len(values) > 2 else 0, self.place(thread))
-
-    def _malloc(self, instr, site, sel) -> None:
-        raise self.lowering_error(instr, "device-side malloc is not supported")
-
-    def _free(self, instr, site, sel) -> None:
-        raise self.lowering_error(instr, "device-side free is not supported")
-
-    # ---- livelock detection ----
-    def _check_spin(self, pc: int, sel) -> None:
-        """Every spin_limit backward branches: when no thread's pc, register or memory byte changed
-        since the last check, or when for QUIET_SPIN_CHECKS checks every thread stayed at its pc and no
-        memory byte changed, the batch can never finish: report a livelock."""
-        self._next_spin_check = self.backward_branches + self.spin_limit
-        pcs = self.rpc.copy()
-        pcs[sel] = pc
-        if self._spin_pcs is not None and np.array_equal(pcs, self._spin_pcs):
-            digest = (self._memory_digest(), self._register_digest())
-            if self._spin_digest is not None and digest[0] == self._spin_digest[0]:
-                self._quiet_checks += 1
-                quiet = self._quiet_checks >= QUIET_SPIN_CHECKS and self.program.local_bytes == 0
-                if digest[1] == self._spin_digest[1] or quiet:
-                    self.rpc[sel] = pc
-                    raise Livelock(digest[1] != self._spin_digest[1], self.backward_branches, self.spin_limit,
-                                   self.warp_snapshot())
-            else:
-                self._quiet_checks = 0
-            self._spin_digest = digest
-        else:
-            self._spin_digest = None
-            self._quiet_checks = 0
-        self._spin_pcs = pcs
-
-    def _register_digest(self) -> bytes:
-        digest = hashlib.blake2b(digest_size=32)
-        for array in (*self.regs, self.cc, self.status, self.bar_wait):
-            digest.update(np.ascontiguousarray(array).view(np.uint8).data)
-        return digest.digest()
-
-    def _memory_digest(self) -> bytes:
-        """A hash of the global allocations and shared windows of the batch."""
-        digest = hashlib.blake2b(digest_size=32)
-        for allocation in self.memory.allocations():
-            if not allocation.freed and allocation.size:
-                digest.update(self.memory.read(allocation.address, allocation.size).data)
-        if self.config.shared_bytes:
-            for cta in range(self.n_ctas):
-                digest.update(np.ascontiguousarray(self.memory.shared_bytes(cta)).data)
-        return digest.digest()
 
     # ---- inspection ----
     def warp_states(self) -> List[tuple]:

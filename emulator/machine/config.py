@@ -30,6 +30,8 @@ class LaunchConfig:
     write_stdout: Callable[[str], None] = field(compare=False, default=print)
     #: constant banks by number, for SASS listings (bank 0: the launch's own words)
     constant_banks: Dict[int, np.ndarray] = field(compare=False, default_factory=dict)
+    #: %envreg0..31 as a driver sets them (a cooperative launch's grid-sync workspace is %envreg1:%envreg2)
+    environment: Dict[int, int] = field(compare=False, default_factory=dict)
 
     @property
     def threads_per_cta(self) -> int:

@@ -6,198 +6,19 @@ plumbing once for every instruction family.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 
+from emulator import ir
+from emulator.machine.lanes import ALL, lanes_of
+from emulator.machine.operands import AddressPlan, access, guarded, reader, writer
+from emulator.machine.registry import BUILDERS, builds
+from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
 from isa import memory as memory_semantics
 from isa import warp
-from isa.table import Decoded, semantics
+from isa.table import Decoded, semantics, vector_count
 from isa.types import TYPES
-
-from emulator import ir
-from emulator.base.errors import DeviceError
-from emulator.machine.registry import BUILDERS, builds
-from emulator.machine.stops import MemoryFault
-from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
-
-ALL = slice(None)
-Sel = object
-
-
-#: addresses wrap around 64 bits (a symbol plus an offset, as a register plus an offset does)
-ADDRESS_MASK = (1 << 64) - 1
-
-def lanes_of(sel, n: int) -> np.ndarray:
-    return np.arange(n, dtype=np.int64) if sel is ALL else sel
-
-
-def count_of(sel, n: int) -> int:
-    return n if sel is ALL else len(sel)
-
-
-def threads_of(sel):
-    return None if sel is ALL else sel
-
-
-def subselect(sel, mask: np.ndarray):
-    """The lanes of sel where mask (aligned with sel) holds."""
-    if sel is ALL:
-        return np.flatnonzero(mask)
-    return sel[mask]
-
-
-# ---- immediates and conversions ------------------------------------------------------------------
-
-def immediate(ref: ir.ImmRef, type_name: str):
-    """An immediate as a numpy scalar of the instruction type (raw bits for raw-bit float types)."""
-    t = TYPES[type_name]
-    if t.kind == "pred":
-        return np.bool_(bool(ref.value))
-    if ref.kind == "int":
-        if t.kind == "float":
-            return t.dtype.type(ref.value)
-        mask = (1 << t.bits) - 1
-        return np.array(ref.value & mask, dtype=np.dtype(f"u{t.bytes}")).view(t.dtype)[()]
-    if ref.kind == "f32":
-        value = np.array(ref.value, dtype=np.uint32).view(np.float32)[()]
-        if t.name == "f64":
-            return np.float64(value)
-        if t.bits == 32:
-            return np.array(ref.value, dtype=np.uint32).view(t.dtype)[()]
-        return t.dtype.type(value) if t.kind == "float" else t.dtype.type(ref.value & ((1 << t.bits) - 1))
-    if ref.kind == "f64":
-        value = np.array(ref.value, dtype=np.uint64).view(np.float64)[()]
-        if t.bits == 64:
-            return np.array(ref.value, dtype=np.uint64).view(t.dtype)[()]
-        if t.name == "f32":
-            return np.float32(value)
-        return t.dtype.type(int(value)) if t.is_int else t.dtype.type(value)
-    value = float(ref.value)
-    if t.kind == "float":
-        return t.dtype.type(value)
-    return t.dtype.type(int(value))
-
-
-def convert(values, type_name: str):
-    """Reinterpret or resize raw values to the numpy dtype of a PTX type (truncating or extending)."""
-    t = TYPES[type_name]
-    values = np.asarray(values)
-    if values.dtype == t.dtype:
-        return values
-    if values.dtype.itemsize == t.dtype.itemsize and values.dtype.kind in "uifb" and t.kind != "pred":
-        return values.view(t.dtype)
-    if t.kind == "pred":
-        return values.astype(bool)
-    if values.dtype.kind == "f" or t.dtype.kind == "f":
-        unsigned = np.dtype(f"u{values.dtype.itemsize}")
-        values = values.view(unsigned)
-        bits = values.astype(np.dtype(f"u{t.dtype.itemsize}"))
-        return bits.view(t.dtype)
-    return values.astype(t.dtype)
-
-
-# ---- operand readers and writers -----------------------------------------------------------------
-
-def reader(batch, ref, type_name: str) -> Callable:
-    """A function sel → the operand's values as the instruction type's dtype (array or scalar)."""
-    t = TYPES[type_name]
-    if isinstance(ref, ir.RegRef) and ref.reg.index in batch.uniform:
-        values, index = batch.uniform_values, ref.reg.index
-        if ref.reg.storage == t.dtype:
-            return lambda sel: values[index]
-        return lambda sel: convert(values[index], type_name)[()]
-    if isinstance(ref, ir.RegRef):
-        storage = batch.regs[ref.reg.index]
-        if storage.dtype.itemsize == t.dtype.itemsize and (storage.dtype == t.dtype or t.kind != "pred"):
-            view = storage if storage.dtype == t.dtype else storage.view(t.dtype)
-            return lambda sel: view[sel]
-        if t.kind == "pred":
-            return lambda sel: storage[sel] != 0
-        if storage.dtype.itemsize > t.dtype.itemsize:
-            narrow = np.dtype(f"u{t.dtype.itemsize}")
-            return lambda sel: storage[sel].astype(narrow).view(t.dtype)
-        signed_src = np.dtype(f"i{storage.dtype.itemsize}") if t.kind == "signed" else storage.dtype
-        wide = np.dtype(f"i{t.dtype.itemsize}") if t.kind == "signed" else np.dtype(f"u{t.dtype.itemsize}")
-        return lambda sel: storage[sel].view(signed_src).astype(wide).view(t.dtype)
-    if isinstance(ref, ir.ImmRef):
-        value = immediate(ref, type_name)
-        return lambda sel: value
-    if isinstance(ref, ir.SpecialRef):
-        special = batch.special(ref.name)
-        if callable(special):
-            return lambda sel: convert(special(sel), type_name)
-        value = convert(special, type_name)
-        if value.ndim == 0:
-            value = value[()]
-            return lambda sel: value
-        return lambda sel: value[sel]
-    if isinstance(ref, ir.SymRef):
-        value = convert(np.uint64((batch.symbol_address(ref.symbol) + ref.offset) & ADDRESS_MASK), type_name)[()]
-        return lambda sel: value
-    if isinstance(ref, ir.NotRef):
-        inner = reader(batch, ref.reg, "pred")
-        return lambda sel: ~inner(sel)
-    raise DeviceError("CUDA_ERROR_INVALID_PTX", "", f"operand {ref} cannot be read as .{type_name}")
-
-
-def writer(batch, ref, type_name: str, track_uniform: bool = True) -> Callable:
-    """A function (sel, values) storing values of the instruction type into the operand (and, for a launch-uniform
-    register, remembering its value as a scalar for the readers)."""
-    if ref is None or isinstance(ref, ir.SinkRef):
-        return lambda sel, values: None
-    if not isinstance(ref, ir.RegRef):
-        raise DeviceError("CUDA_ERROR_INVALID_PTX", "", f"operand {ref} cannot be written")
-    t = TYPES[type_name]
-    storage = batch.regs[ref.reg.index]
-    if track_uniform and ref.reg.index in batch.uniform:
-        store_array = writer(batch, ir.RegRef(ref.reg), type_name, track_uniform=False)
-        uniform_values, index = batch.uniform_values, ref.reg.index
-
-        def store_uniform(sel, values):
-            store_array(sel, values)
-            uniform_values[index] = storage[lanes_of(sel, batch.n)[0]] if sel is not ALL else storage[0]
-        return store_uniform
-    if storage.dtype == t.dtype:
-        def store(sel, values):
-            storage[sel] = values
-        return store
-    if storage.dtype.itemsize == t.dtype.itemsize and t.kind != "pred" and storage.dtype != np.bool_:
-        view = storage.view(t.dtype)
-
-        def store_view(sel, values):
-            view[sel] = values
-        return store_view
-    if storage.dtype == np.bool_:
-        def store_pred(sel, values):
-            storage[sel] = np.asarray(values) != 0
-        return store_pred
-
-    def store_resized(sel, values):
-        values = np.asarray(values, dtype=t.dtype)
-        if t.kind in ("float", "half") and values.dtype.kind == "f":
-            values = values.view(np.dtype(f"u{values.dtype.itemsize}"))
-        storage[sel] = values.astype(storage.dtype)
-    return store_resized
-
-
-def guarded(batch, instr: ir.Instr, execute: Callable) -> Callable:
-    """Run execute only on the lanes whose guard predicate holds."""
-    if instr.guard is None:
-        return execute
-    reg, negated = instr.guard
-    pred = batch.regs[reg.index]
-
-    def run(sel):
-        values = pred[sel]
-        if negated:
-            values = ~values
-        if values.all():
-            execute(sel)
-        elif values.any():
-            execute(subselect(sel, values))
-    return run
-
 
 # ---- ALU --------------------------------------------------------------------------------------------
 
@@ -357,7 +178,7 @@ def build_cvta(batch, instr: ir.Instr) -> Callable:
     type_name = decoded.type
     read = reader(batch, source, "u64" if isinstance(source, ir.SymRef) else type_name)
     write = writer(batch, dest, type_name)
-    base = batch.space_base(space)
+    base = batch.addressing.space_base(space)
     out_dtype = TYPES[type_name].dtype
     if base == 0:
         return lambda sel: write(sel, read(sel))
@@ -385,9 +206,9 @@ def build_isspacep(batch, instr: ir.Instr) -> Callable:
         elif space == "local":
             result = in_local
         elif space == "const":
-            result = batch.in_const(address)
+            result = batch.addressing.in_const(address)
         elif space == "param":
-            result = batch.in_param(address)
+            result = batch.addressing.in_param(address)
         else:
             result = ~in_shared & ~in_local
         write(sel, result)
@@ -395,60 +216,6 @@ def build_isspacep(batch, instr: ir.Instr) -> Callable:
 
 
 # ---- memory ------------------------------------------------------------------------------------------
-
-class AddressPlan:
-    """How one memory instruction turns its address operand into (space, addresses) for the memory core."""
-
-    def __init__(self, batch, instr: ir.Instr, ref: ir.AddrRef, space: str):
-        self.batch = batch
-        self.instr = instr
-        self.space = space
-        self.static: Optional[int] = None
-        self.register = None
-        self.scalar = None
-        self.translate = None
-        offset = ref.offset
-        effective = memory_semantics.effective_address
-        if ref.symbol is not None:
-            self.static, self.space = batch.symbol_access(ref.symbol, space, ref.offset)
-        elif ref.base is None:
-            self.static, self.space = batch.absolute_access(ref.offset, space)
-        if self.static is not None:
-            self.static &= ADDRESS_MASK
-        else:
-            storage = batch.regs[ref.base.reg.index]
-            self.space, self.translate = batch.register_access(space)
-            if ref.base.reg.index in batch.uniform:
-                values, index = batch.uniform_values, ref.base.reg.index
-                self.scalar = lambda: effective(values[index], offset)[()]
-                self.register = lambda sel: np.full(count_of(sel, batch.n), self.scalar(), dtype=np.uint64)
-            else:
-                self.register = lambda sel: effective(storage[sel], offset)
-        self.per_thread = self.space in ("shared", "local")
-        self.uniform = self.static is not None and not self.per_thread
-        self.uniform_register = self.scalar is not None and self.space not in ("shared", "local", "generic", "param")
-
-    def addresses(self, sel):
-        """(space, uint64 addresses, threads) for the lanes of sel."""
-        n = count_of(sel, self.batch.n)
-        if self.static is not None:
-            return self.space, np.full(n, self.static, dtype=np.uint64), threads_of(sel)
-        addresses = self.register(sel)
-        if self.translate is not None:
-            return self.translate(addresses, sel)
-        return self.space, addresses, threads_of(sel)
-
-
-def _memory_fault(batch, instr: ir.Instr, fault: DeviceFault, sel) -> MemoryFault:
-    lanes = lanes_of(sel, batch.n) if fault.lane is not None else None
-    thread = int(lanes[fault.lane]) if lanes is not None and fault.lane < len(lanes) else None
-    return batch.memory_fault(instr, fault, thread)
-
-
-def _vector_count(decoded: Decoded) -> int:
-    vec = decoded.get("vec")
-    return int(vec[1:]) if vec else 1
-
 
 def _access_width(batch, instr: ir.Instr, element_bytes: int, count: int) -> int:
     """Bytes per lane of a load or store; 256-bit accesses are sm_100 PTX, which ptxas refuses for sm_90."""
@@ -459,20 +226,25 @@ def _access_width(batch, instr: ir.Instr, element_bytes: int, count: int) -> int
     return width
 
 
+def _access_operands(batch, instr: ir.Instr, *, data_at: int, what: str):
+    """ld/st: (element type, elements per thread, bytes per thread, the data registers, the address plan); the
+    data operand sits at data_at and the address at the other of the first two operands."""
+    decoded = instr.decoded
+    t = TYPES[decoded.type]
+    count = vector_count(decoded)
+    width = _access_width(batch, instr, t.bytes, count)
+    data = instr.operands[data_at]
+    registers = data.items if isinstance(data, ir.VecRef) else (data,)
+    if len(registers) != count:
+        raise batch.lowering_error(instr, f"{count} {what} registers expected")
+    plan = AddressPlan(batch, instr, instr.operands[1 - data_at], decoded.get("space", "generic"))
+    return t, count, width, registers, plan
+
+
 @builds("ld", guards_itself=True)
 def build_ld(batch, instr: ir.Instr) -> Callable:
-    decoded = instr.decoded
-    type_name = decoded.type
-    t = TYPES[type_name]
-    count = _vector_count(decoded)
-    width = _access_width(batch, instr, t.bytes, count)
-    dest, address = instr.operands[0], instr.operands[1]
-    dests = dest.items if isinstance(dest, ir.VecRef) else (dest,)
-    if len(dests) != count:
-        raise batch.lowering_error(instr, f"{count} destination registers expected")
-    writes = [writer(batch, ref, type_name) for ref in dests]
-    plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
-    memory = batch.memory
+    t, count, width, dests, plan = _access_operands(batch, instr, data_at=0, what="destination")
+    writes = [writer(batch, ref, t.name) for ref in dests]
     observe = batch.observer
 
     uniform_address = np.array([plan.static or 0], dtype=np.uint64)
@@ -481,25 +253,16 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
         if plan.uniform or plan.uniform_register:
             if observe is not None:
                 observe.memory(batch, instr, "load", *plan.addresses(sel), width)
-            try:
-                if plan.uniform_register:
-                    space, address, _ = plan.addresses(np.zeros(1, dtype=np.int64))
-                    raw = memory.load(space, address, None, width)
-                else:
-                    raw = memory.load(plan.space, uniform_address, None, width)
-            except DeviceFault as fault:
-                raise _memory_fault(batch, instr, fault, sel) from None
+            if plan.uniform_register:
+                space, address, _ = plan.addresses(np.zeros(1, dtype=np.int64))
+            else:
+                space, address = plan.space, uniform_address
+            raw = access(batch, instr, "load", space, address, None, width, tell=False)
             values = memory_semantics.unpack_elements(raw, t.dtype, count)
             for i, write in enumerate(writes):
                 write(sel, values[0, i])
             return
-        space, addresses, threads = plan.addresses(sel)
-        if observe is not None:
-            observe.memory(batch, instr, "load", space, addresses, threads, width)
-        try:
-            raw = memory.load(space, addresses, threads, width)
-        except DeviceFault as fault:
-            raise _memory_fault(batch, instr, fault, sel) from None
+        raw = access(batch, instr, "load", *plan.addresses(sel), width)
         values = memory_semantics.unpack_elements(raw, t.dtype, count)
         for i, write in enumerate(writes):
             write(sel, values[:, i])
@@ -508,29 +271,13 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
 
 @builds("st", guards_itself=True)
 def build_st(batch, instr: ir.Instr) -> Callable:
-    decoded = instr.decoded
-    type_name = decoded.type
-    t = TYPES[type_name]
-    count = _vector_count(decoded)
-    width = _access_width(batch, instr, t.bytes, count)
-    address, source = instr.operands[0], instr.operands[1]
-    sources = source.items if isinstance(source, ir.VecRef) else (source,)
-    if len(sources) != count:
-        raise batch.lowering_error(instr, f"{count} source registers expected")
-    reads = [reader(batch, ref, type_name) for ref in sources]
-    plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
-    memory = batch.memory
-    observe = batch.observer
+    t, count, width, sources, plan = _access_operands(batch, instr, data_at=1, what="source")
+    reads = [reader(batch, ref, t.name) for ref in sources]
 
     def execute(sel):
         space, addresses, threads = plan.addresses(sel)
         data = memory_semantics.pack_elements([read(sel) for read in reads], t.dtype, len(addresses))
-        if observe is not None:
-            observe.memory(batch, instr, "store", space, addresses, threads, width)
-        try:
-            memory.store(space, addresses, threads, width, data)
-        except DeviceFault as fault:
-            raise _memory_fault(batch, instr, fault, sel) from None
+        access(batch, instr, "store", space, addresses, threads, width, data=data)
     return guarded(batch, instr, execute)
 
 
@@ -545,7 +292,7 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
         dest, address, rest = operands[0], operands[1], operands[2:]
     else:
         dest, address, rest = None, operands[0], operands[1:]
-    count = _vector_count(decoded)
+    count = vector_count(decoded)
     if count > 1:
         return _build_vector_atom(batch, instr, op, dest, address, rest, count)
     write = writer(batch, dest, type_name) if dest is not None else None
@@ -553,8 +300,6 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
     if op == "cas" and len(reads) != 2 or op != "cas" and len(reads) != 1:
         raise batch.lowering_error(instr, "wrong number of operands")
     plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
-    memory = batch.memory
-    observe = batch.observer
     ty = "b32" if type_name == "b32" else type_name
     width = TYPES[type_name].bytes
 
@@ -563,12 +308,7 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
         n = len(addresses)
         a = np.broadcast_to(reads[0](sel), (n,))
         b = np.broadcast_to(reads[1](sel), (n,)) if len(reads) > 1 else None
-        if observe is not None:
-            observe.memory(batch, instr, "atomic", space, addresses, threads, width)
-        try:
-            old = memory.atomic(space, op, ty, addresses, threads, a, b)
-        except DeviceFault as fault:
-            raise _memory_fault(batch, instr, fault, sel) from None
+        old = access(batch, instr, "atomic", space, addresses, threads, width, atomic=(op, ty, a, b))
         if write is not None:
             write(sel, old)
     return guarded(batch, instr, execute)
@@ -587,7 +327,6 @@ def _build_vector_atom(batch, instr: ir.Instr, op: str, dest, address, rest, cou
     reads = [reader(batch, ref, type_name) for ref in sources]
     writes = [writer(batch, ref, type_name) for ref in dests]
     plan = AddressPlan(batch, instr, address, decoded.get("space", "generic"))
-    memory = batch.memory
     observe = batch.observer
     size = TYPES[type_name].bytes
     width = size * count
@@ -602,13 +341,10 @@ def _build_vector_atom(batch, instr: ir.Instr, op: str, dest, address, rest, cou
             lane = int(misaligned[0])
             fault = DeviceFault("misaligned", space, "atomic", width, int(addresses[lane]), lane,
                                 f"Address {int(addresses[lane]):#x} is misaligned")
-            raise _memory_fault(batch, instr, fault, sel)
+            raise batch.memory_fault(instr, fault, lane if threads is None else int(threads[lane]))
         for element, read in enumerate(reads):
-            try:
-                old = memory.atomic(space, op, type_name, addresses + np.uint64(element * size), threads,
-                                    np.broadcast_to(read(sel), (n,)), None)
-            except DeviceFault as fault:
-                raise _memory_fault(batch, instr, fault, sel) from None
+            old = access(batch, instr, "atomic", space, addresses + np.uint64(element * size), threads, size,
+                         atomic=(op, type_name, np.broadcast_to(read(sel), (n,)), None), tell=False)
             if writes:
                 writes[element](sel, old)
     return guarded(batch, instr, execute)
@@ -749,11 +485,6 @@ def build_elect(batch, instr: ir.Instr) -> Callable:
 
 @builds("nop")
 def build_nop(batch, instr: ir.Instr) -> Callable:
-    return lambda sel: None
-
-
-@builds("bar")
-def build_bar_warp(batch, instr: ir.Instr) -> Callable:
     return lambda sel: None
 
 

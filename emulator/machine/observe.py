@@ -2,7 +2,7 @@
 
 The machine calls these methods only when an observer is attached (`Kernel.launch(observer=...)`),
 so a plain run pays nothing. Every method has a do-nothing default: a subscriber overrides the events
-it needs. `sel` is a lane selection (executors.ALL or a sorted int64 array of batch thread indices);
+it needs. `sel` is a lane selection (lanes.ALL or a sorted int64 array of batch thread indices);
 `threads` in memory events is None (all threads of the batch, in order) or that array.
 """
 from __future__ import annotations

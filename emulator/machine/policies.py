@@ -14,7 +14,8 @@ from typing import Optional
 import numpy as np
 
 from emulator import ir
-from emulator.machine.batch import INF, SPIN_ROTATE
+from emulator.machine.batch import SPIN_ROTATE
+from emulator.machine.states import INF
 
 SCHEDULES = ("lockstep", "round-robin", "random")
 #: op classes that wait for the lanes of their member mask: the lowest group runs first to let lanes join

@@ -11,13 +11,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from isa import warp
-
-from emulator.machine import executors
-from emulator.machine.registry import builds
-from emulator.machine.executors import ALL, count_of, lanes_of, subselect, threads_of
-from emulator.memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
 from emulator.ir.sass import SASS_OP_CLASS, Address, ConstWord, Immediate, Pred, SignBit, Special, Value
+from emulator.machine.lanes import ALL, count_of, lanes_of, subselect, threads_of
+from emulator.machine.operands import access
+from emulator.machine.registry import builds
+from emulator.memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE
+from isa import warp
 
 U32, U64 = np.uint32, np.uint64
 #: 32-bit pointers (Fermi code for a 32-bit host) address the 4 GiB of global memory starting here
@@ -281,10 +280,6 @@ def address_reader(batch, ref: Address, space: str) -> Callable:
     return addresses
 
 
-def _fault(batch, instr, fault: DeviceFault, sel):
-    return executors._memory_fault(batch, instr, fault, sel)
-
-
 def _to_registers(raw: np.ndarray, width: int, signed: bool) -> np.ndarray:
     """(n, width) bytes → (n, registers) uint32 words, narrow loads zero- or sign-extended."""
     n = raw.shape[0]
@@ -297,16 +292,10 @@ def _to_registers(raw: np.ndarray, width: int, signed: bool) -> np.ndarray:
 
 def _register_loader(batch, instr, where, writers, width: int, signed: bool) -> Callable:
     """sel → the addresses it loaded from, after writing the loaded words to the destination registers."""
-    memory, observe = batch.memory, batch.observer
 
     def load(sel):
         space, addresses, threads = where(sel)
-        if observe is not None:
-            observe.memory(batch, instr, "load", space, addresses, threads, width)
-        try:
-            raw = memory.load(space, addresses, threads, width)
-        except DeviceFault as fault:
-            raise _fault(batch, instr, fault, sel) from None
+        raw = access(batch, instr, "load", space, addresses, threads, width)
         words = _to_registers(raw.reshape(len(addresses), width), width, signed)
         for index, write in enumerate(writers):
             if write is not None:
@@ -335,17 +324,11 @@ def build_store(batch, instr, plan) -> Callable:
     where = address_reader(batch, plan.sources[0], plan.space)
     readers = [value_reader(batch, ref) for ref in plan.sources[1:]]
     width = plan.width
-    memory, observe = batch.memory, batch.observer
 
     def execute(sel):
         space, addresses, threads = where(sel)
         data = _store_data(readers, sel, len(addresses), width)
-        if observe is not None:
-            observe.memory(batch, instr, "store", space, addresses, threads, width)
-        try:
-            memory.store(space, addresses, threads, width, data)
-        except DeviceFault as fault:
-            raise _fault(batch, instr, fault, sel) from None
+        access(batch, instr, "store", space, addresses, threads, width, data=data)
     return execute
 
 
@@ -364,7 +347,6 @@ def build_atomic(batch, instr, plan) -> Callable:
     op, ty = plan.atomic
     view = _ATOMIC_VIEWS[ty]
     bits = U64 if plan.width == 8 else U32
-    memory, observe = batch.memory, batch.observer
     width = plan.width
 
     def operand(read, sel, n):
@@ -375,12 +357,7 @@ def build_atomic(batch, instr, plan) -> Callable:
         n = len(addresses)
         a = operand(readers[0], sel, n)
         b = operand(readers[1], sel, n) if len(readers) > 1 else None
-        if observe is not None:
-            observe.memory(batch, instr, "atomic", space, addresses, threads, width)
-        try:
-            old = memory.atomic(space, op, ty, addresses, threads, a, b)
-        except DeviceFault as fault:
-            raise _fault(batch, instr, fault, sel) from None
+        old = access(batch, instr, "atomic", space, addresses, threads, width, atomic=(op, ty, a, b))
         if write is not None:
             previous = np.asarray(old).view(bits)
             write(sel, (previous == a.view(bits)).astype(bits) if spin else previous)

@@ -45,10 +45,11 @@ class Deadlock(MachineStop):
 
 
 class Livelock(MachineStop):
-    def __init__(self, registers_change: bool, backward_branches: int, spin_limit: int, warps: List[WarpState]):
+    """The batch's whole state came back unchanged after spin_limit loop iterations."""
+
+    def __init__(self, backward_branches: int, spin_limit: int, warps: List[WarpState]):
         super().__init__("livelock")
-        self.registers_change, self.backward_branches = registers_change, backward_branches
-        self.spin_limit, self.warps = spin_limit, warps
+        self.backward_branches, self.spin_limit, self.warps = backward_branches, spin_limit, warps
 
 
 class StepLimit(MachineStop):

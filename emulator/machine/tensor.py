@@ -11,17 +11,15 @@ from typing import List
 
 import numpy as np
 
+from emulator import ir
+from emulator.machine.lanes import lanes_of
+from emulator.machine.operands import AddressPlan, access, guarded, reader, writer
+from emulator.machine.registry import builds
+from emulator.memory import DeviceFault
 from isa import memory as memory_semantics
 from isa.tensor import (WMMA_SHAPES, element_bytes, element_values, fma_chain, fragment_layout, fragments_matrix,
                         matrix_fragments, mbarrier_pack, mbarrier_settle, mbarrier_unpack, tensor_core_sum, wmma_dims,
                         wmma_slots, wmma_words)
-
-from emulator.machine import executors
-from emulator.machine.registry import builds
-from emulator import ir
-from emulator.machine.executors import AddressPlan, lanes_of, reader, writer
-from emulator.memory import DeviceFault
-
 
 # ---- cp.async ---------------------------------------------------------------------------------------
 
@@ -68,7 +66,7 @@ def build_cp_async(batch, instr: ir.Instr):
     decoded = instr.decoded
     op = decoded.get("cpop")
     if op == "commit_group":
-        return executors.guarded(batch, instr, lambda sel: _copies(batch).commit(lanes_of(sel, batch.n)))
+        return guarded(batch, instr, lambda sel: _copies(batch).commit(lanes_of(sel, batch.n)))
     if op in ("wait_group", "wait_all"):
         keep_reader = reader(batch, instr.operands[0], "u32") if op == "wait_group" else (lambda sel: 0)
 
@@ -82,7 +80,7 @@ def build_cp_async(batch, instr: ir.Instr):
                 copies.complete(batch, threads, keep)
             except DeviceFault as fault:
                 raise batch.memory_fault(instr, fault, None) from None
-        return executors.guarded(batch, instr, wait)
+        return guarded(batch, instr, wait)
     destination, source, size_ref = instr.operands[:3]
     source_size = reader(batch, instr.operands[3], "u32") if len(instr.operands) > 3 else None
     width = int(size_ref.value) if isinstance(size_ref, ir.ImmRef) else None
@@ -90,15 +88,9 @@ def build_cp_async(batch, instr: ir.Instr):
         raise batch.lowering_error(instr, "cp.async copies 4, 8 or 16 bytes")
     to_plan = AddressPlan(batch, instr, destination, "shared")
     from_plan = AddressPlan(batch, instr, source, "global")
-    observe = batch.observer
 
     def read(space, addresses, owners, size):
-        if observe is not None:
-            observe.memory(batch, instr, "load", space, addresses, owners, size)
-        try:
-            return batch.memory.load(space, addresses, owners, size)
-        except DeviceFault as fault:
-            raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
+        return access(batch, instr, "load", space, addresses, owners, size)
 
     def issue(sel):
         lanes = lanes_of(sel, batch.n)
@@ -115,7 +107,7 @@ def build_cp_async(batch, instr: ir.Instr):
             if np.any(part):
                 data[part, offset] = read(space, addresses[part] + np.uint64(offset), lanes[part], 1)[:, 0]
         _copies(batch).issue(instr, lanes, targets.copy(), data)
-    return executors.guarded(batch, instr, issue)
+    return guarded(batch, instr, issue)
 
 
 # ---- ldmatrix ---------------------------------------------------------------------------------------
@@ -154,16 +146,10 @@ def _row_lanes(batch, sel, instr, plan, count: int):
 def build_ldmatrix(batch, instr: ir.Instr):
     count, transpose, dests, plan = _matrix_operands(batch, instr, 0, "destination")
     writes = [writer(batch, ref, "b32") for ref in dests]
-    observe = batch.observer
 
     def execute(sel):
         warps, threads, space, providers, owner = _row_lanes(batch, sel, instr, plan, count)
-        if observe is not None:
-            observe.memory(batch, instr, "load", space, providers, owner, 16)
-        try:
-            rows = batch.memory.load(space, providers, owner, 16)
-        except DeviceFault as fault:
-            raise batch.memory_fault(instr, fault, int(owner[fault.lane])) from None
+        rows = access(batch, instr, "load", space, providers, owner, 16)
         matrices = rows.view(np.uint16).reshape(len(warps), count, 8, 8)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
@@ -171,27 +157,21 @@ def build_ldmatrix(batch, instr: ir.Instr):
         words = matrix_fragments(matrices, transpose)
         for index, write in enumerate(writes):
             write(threads[take], words[:, index].reshape(-1)[take])
-    return executors.guarded(batch, instr, execute)
+    return guarded(batch, instr, execute)
 
 
 @builds("stmatrix", guards_itself=True)
 def build_stmatrix(batch, instr: ir.Instr):
     count, transpose, sources, plan = _matrix_operands(batch, instr, 1, "source")
     reads = [reader(batch, ref, "b32") for ref in sources]
-    observe = batch.observer
 
     def execute(sel):
         warps, threads, space, targets, owner = _row_lanes(batch, sel, instr, plan, count)
         words = np.stack([np.broadcast_to(np.asarray(read(threads)), threads.shape).reshape(len(warps), 32)
                           for read in reads], axis=1)
         matrices = fragments_matrix(words, transpose)
-        if observe is not None:
-            observe.memory(batch, instr, "store", space, targets, owner, 16)
-        try:
-            batch.memory.store(space, targets, owner, 16, matrices.reshape(-1, 8))
-        except DeviceFault as fault:
-            raise batch.memory_fault(instr, fault, int(owner[fault.lane])) from None
-    return executors.guarded(batch, instr, execute)
+        access(batch, instr, "store", space, targets, owner, 16, data=matrices.reshape(-1, 8))
+    return guarded(batch, instr, execute)
 
 
 # ---- mma.sync ---------------------------------------------------------------------------------------
@@ -256,7 +236,7 @@ def build_mma(batch, instr: ir.Instr):
             halves = values.astype(np.float16).view(np.uint16).astype(np.uint32)
             for i, write in enumerate(d_write):
                 write(threads[take], (halves[take, 2 * i + 1] << np.uint32(16)) | halves[take, 2 * i])
-    return executors.guarded(batch, instr, execute)
+    return guarded(batch, instr, execute)
 
 
 # ---- wmma -------------------------------------------------------------------------------------------
@@ -299,7 +279,6 @@ def build_wmma(batch, instr: ir.Instr):
     plan = AddressPlan(batch, instr, address_ref, decoded.get("space", "generic"))
     element = np.arange(elements)
     row_of, col_of = element // cols, element % cols
-    observe = batch.observer
     if op == "load":
         writes = [writer(batch, ref, word) for ref in registers]
     else:
@@ -323,12 +302,7 @@ def build_wmma(batch, instr: ir.Instr):
         wanted[lanes_of(sel, batch.n)] = True
         take = wanted[threads]
         if op == "load":
-            if observe is not None:
-                observe.memory(batch, instr, "load", space, addresses.reshape(-1), owners, size)
-            try:
-                raw = batch.memory.load(space, addresses.reshape(-1), owners, size)
-            except DeviceFault as fault:
-                raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
+            raw = access(batch, instr, "load", space, addresses.reshape(-1), owners, size)
             values = element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
                 len(warps), elements), kind) if kind not in ("f16", "bf16") else None
             if kind in ("f16", "bf16"):
@@ -353,13 +327,8 @@ def build_wmma(batch, instr: ir.Instr):
             else:
                 raw = values.reshape(-1).astype(np.float32)
             targets = addresses.reshape(-1)
-            if observe is not None:
-                observe.memory(batch, instr, "store", space, targets, owners, size)
-            try:
-                batch.memory.store(space, targets, owners, size, raw)
-            except DeviceFault as fault:
-                raise batch.memory_fault(instr, fault, int(owners[fault.lane])) from None
-    return executors.guarded(batch, instr, execute)
+            access(batch, instr, "store", space, targets, owners, size, data=raw)
+    return guarded(batch, instr, execute)
 
 
 def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
@@ -396,7 +365,7 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
         take = wanted[threads]
         for index, write in enumerate(d_write):
             write(threads[take], words[take, index])
-    return executors.guarded(batch, instr, execute)
+    return guarded(batch, instr, execute)
 
 
 # ---- mbarrier ---------------------------------------------------------------------------------------
@@ -466,4 +435,4 @@ def build_mbarrier(batch, instr: ir.Instr):
             raise batch.memory_fault(instr, fault, int(owners[i])) from None
         if write_dest is not None:
             write_dest(sel, results.astype(bool) if op in ("test_wait", "try_wait") else results)
-    return executors.guarded(batch, instr, execute)
+    return guarded(batch, instr, execute)

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emulator.machine import executors
-from emulator.machine.registry import builds
 from emulator import ir
-from emulator.machine.executors import lanes_of, reader, writer
-from emulator.memory import DeviceFault
+from emulator.machine import executors
+from emulator.machine.lanes import lanes_of
+from emulator.machine.operands import access, reader, writer
+from emulator.machine.registry import builds
 from isa.tensor import (ELEMENT_BYTES, FORMS, INTEGER_N, TRANSPOSABLE, decode_elements, operand_addresses,
                         register_a_layout, register_elements, tensor_core_sum)
-
 
 
 @dataclass(frozen=True)
@@ -129,10 +128,8 @@ def build_wgmma(batch, instr: ir.Instr):
     def load_operand(words, rows, kind, owners, mn_major):
         addresses = operand_addresses(words, rows, shape.k, ELEMENT_BYTES[kind], mn_major)
         flat_owners = np.repeat(owners, addresses.shape[1] * addresses.shape[2])
-        try:
-            raw = batch.memory.load("shared", addresses.reshape(-1).astype(np.uint64), flat_owners, ELEMENT_BYTES[kind])
-        except DeviceFault as fault:
-            raise batch.memory_fault(instr, fault, int(flat_owners[fault.lane])) from None
+        raw = access(batch, instr, "load", "shared", addresses.reshape(-1).astype(np.uint64), flat_owners,
+                               ELEMENT_BYTES[kind], tell=False)
         return decode_elements(raw, kind).reshape(addresses.shape)
 
     def execute(sel):

@@ -1,12 +1,9 @@
 """cffi (API mode) build of the C memory core; `python -m emulator.memory.build_core` builds it in place."""
 from __future__ import annotations
 
-import glob
 import os
 import re
-import shutil
 import sys
-import tempfile
 
 from cffi import FFI
 
@@ -50,27 +47,8 @@ ffibuilder = make_builder(os.path.join("emulator", "memory"))
 
 def build_in_place() -> str:
     """Compiles the extension in a scratch directory and puts the module next to this file."""
-    with tempfile.TemporaryDirectory(prefix="gpuemu-core-") as scratch:
-        previous = os.getcwd()
-        os.chdir(scratch)
-        try:
-            make_builder(HERE).compile(tmpdir=scratch, verbose=False)
-        finally:
-            os.chdir(previous)
-        built = glob.glob(os.path.join(scratch, "emulator", "memory", "_gpuemu_core*"))
-        built = [path for path in built if not path.endswith((".c", ".o"))]
-        if len(built) != 1:
-            raise RuntimeError(f"expected one built module, found {built}")
-        target = os.path.join(HERE, os.path.basename(built[0]))
-        staged = target + ".new"
-        shutil.copy2(built[0], staged)
-        # A rename leaves any already-loaded copy of the old module intact.
-        os.replace(staged, target)
-        # Python prefers a cpython-3XY module over an abi3 one, so drop other builds that could shadow this.
-        for other in glob.glob(os.path.join(HERE, "_gpuemu_core*.so")):
-            if other != target:
-                os.unlink(other)
-        return target
+    from emulator.base import cbuild  # setup.py runs this file on its own, where the package is not importable
+    return cbuild.build_in_place(make_builder, HERE, "_gpuemu_core")
 
 
 if __name__ == "__main__":

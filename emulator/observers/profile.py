@@ -12,6 +12,7 @@ import numpy as np
 from emulator.base.sources import SourceFiles
 from emulator.base.text import printable
 from emulator.memory import phase_lanes
+from emulator.runtime.faults import source_text
 from emulator.observers.stats import IDEAL, TRANSACTIONS, MemoryStats, format_table
 
 #: how kinds are labelled in the listing's narrow column
@@ -31,7 +32,8 @@ class LineReport:
     kinds: List[str] = field(default_factory=list)
     excess: int = 0
     rank: Optional[int] = None
-    source: Optional[Tuple[str, int]] = None
+    source: Optional[Tuple[str, int]] = None   # the user's line (the outermost call of inlined code)
+    inlined: Optional[str] = None              # `file:line, inlined: …` where the line's code was inlined
 
     @property
     def memory(self) -> Optional[dict]:
@@ -126,7 +128,8 @@ class Profile:
                     report.counters = line_counters[number]
                     report.kinds = stats.kinds_of(pcs)
                     report.excess = stats.excess(pcs)
-                    report.source = self.program.instrs[pcs[0]].source
+                    report.source = self.program.instrs[pcs[0]].user_source
+                    report.inlined = source_text(self.program.instrs[pcs[0]])
                     if report.source is not None and report.source != shown_source:
                         shown_source = report.source
                         self.rows.append(SourceLine(report.source[0], report.source[1],
@@ -243,7 +246,7 @@ def describe_worst(report: LineReport, ptx_path: str) -> str:
     memory = report.memory
     where = f"{os.path.basename(ptx_path)}:{report.line}"
     if report.source is not None:
-        where += f" ({report.source[0]}:{report.source[1]})"
+        where += f" ({report.inlined or f'{report.source[0]}:{report.source[1]}'})"
     what = f"`{report.text.strip()}`"
     if memory is None:
         return f"{where} {what}: {report.excess:,} extra transactions"
@@ -456,7 +459,7 @@ def _heat_maps(profile: Profile) -> str:
     one = _grid_svg(lane_cells, [f"lane {lane}" for lane in range(32)], "bank →", peak)
     every = _grid_svg(per_warp, [f"warp {warp}" for warp in warps], "bank →", peak,
                       [f"{count} wavefront{'s' if count != 1 else ''}" for count in wavefronts])
-    where = f"line {instr.line}" + (f" ({instr.source[0]}:{instr.source[1]})" if instr.source else "")
+    where = f"line {instr.line}" + (f" ({source_text(instr)})" if instr.source else "")
     bank_bytes = profile.stats.bank_bytes
     return (f"<p class=\"meta\">Worst shared-memory instruction: {html.escape(where)} "
             f"<code>{html.escape(instr.text)}</code>; {bank_bytes}-byte banks.</p>"

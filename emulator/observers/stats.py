@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import numpy as np
 
 from emulator import ir
-from emulator.machine.executors import lanes_of
+from emulator.machine.lanes import lanes_of
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, interleaved_local, phase_lanes
 from emulator.machine.observe import Observer
 

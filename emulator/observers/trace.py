@@ -21,7 +21,7 @@ from isa.types import TYPES
 
 from emulator import ir
 from emulator.base.errors import UsageError
-from emulator.machine.executors import ALL
+from emulator.machine.lanes import ALL
 from emulator.runtime.names import plain_name
 from emulator.memory import DeviceFault
 from emulator.machine.observe import Observer

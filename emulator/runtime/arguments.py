@@ -8,14 +8,13 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from isa import fp
-from isa.types import TYPES
-
 from emulator import ir
 from emulator.base.errors import LaunchError, UsageError
 from emulator.memory import Memory
 from emulator.memory.pages import release_pages
 from emulator.runtime.names import plain_name
+from isa import fp
+from isa.types import TYPES
 
 
 def is_integer(value) -> bool:

@@ -13,8 +13,23 @@ from emulator.runtime.names import plain_name
 def where(program: ir.Program, instr: ir.Instr) -> str:
     """`file.ptx:LINE` of an instruction, with its CUDA source line when the PTX carries one."""
     text = f"{program.source_name}:{instr.line}"
-    if instr.source is not None:
-        text += f" ({instr.source[0]}:{instr.source[1]})"
+    source = source_text(instr)
+    if source is not None:
+        text += f" ({source})"
+    return text
+
+
+def source_text(instr: ir.Instr, name=lambda path: path) -> Optional[str]:
+    """`file:LINE` of an instruction's CUDA source, the user's line first: code inlined from elsewhere (CUDA's
+    headers) reads `t.cu:32, inlined: atomicAdd at sm_20_atomic_functions.hpp:84` (`name` shortens paths)."""
+    if instr.source is None:
+        return None
+    frames = instr.source_frames()
+    path, line = frames[-1][1]
+    text = f"{name(path)}:{line}"
+    if len(frames) > 1:
+        text += ", inlined: " + ", ".join(f"{plain_name(function)} at {name(place[0])}:{place[1]}"
+                                          for function, place in reversed(frames[:-1]))
     return text
 
 
@@ -36,11 +51,8 @@ def render(stop: MachineStop, program: ir.Program, arch: int) -> DeviceError:
                    f"of their block will not reach (sm_{arch}): " + describe_warps(stop.warps, program))
         return DeviceError("GPUEMU_DEADLOCK", summary, summary)
     if isinstance(stop, Livelock):
-        if stop.registers_change:
-            what = (f"over {stop.backward_branches:,} loop iterations every thread stayed in its loop and no memory "
-                    f"byte changed (--spin-limit {stop.spin_limit:,})")
-        else:
-            what = f"over {stop.spin_limit:,} loop iterations no pc, register or memory byte changed (--spin-limit)"
+        what = (f"over {stop.spin_limit:,} loop iterations no pc, register, thread state or memory byte changed "
+                f"(--spin-limit)")
         summary = f"GPUEMU_LIVELOCK: kernel {name} can never finish: {what}: " + describe_warps(stop.warps, program)
         return DeviceError("GPUEMU_LIVELOCK", summary, summary)
     if isinstance(stop, StepLimit):

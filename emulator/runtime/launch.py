@@ -10,7 +10,7 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import DeviceError, LaunchError, UsageError
-from emulator.frontend.sass.lower import SassProgram
+from emulator.frontend.sass.program import SassProgram
 from emulator.ir.uniform import uniform_registers
 from emulator.machine.batch import Batch, BatchLayout
 from emulator.machine.config import LaunchConfig
@@ -90,10 +90,12 @@ class Launch:
         self.spin_limit = int(spin_limit) if spin_limit is not None else self.device.spin_limit
         #: set by a checker in begin_launch: give the shared and local windows a sink past their end
         self.fault_sink = False
+        self.environment: Dict[int, int] = {}
         self.const_base = kernel.module.const_base
         self.const_size = kernel.module.const_size
         self.module_banks = getattr(kernel.module, "banks", {})
-        self.shared_bytes = self.program.static_shared + self.dynamic_shared
+        #: the CTA's shared window: the driver's reserved kilobyte, then the static and dynamic bytes
+        self.shared_bytes = ir.SHARED_RESERVED_BYTES + self.program.static_shared + self.dynamic_shared
         self.param_base = 0
         self.device.launches += 1
         self.grid_id = self.device.launches
@@ -147,11 +149,12 @@ class Launch:
                 raise LaunchError("CUDA_ERROR_INVALID_VALUE",
                                   f"max dynamic shared size {optin} exceeds the sm_90 limit of {SHARED_OPTIN_LIMIT} bytes")
             limit = max(limit, self.program.static_shared + optin)
-        if self.shared_bytes > limit:
+        user_bytes = self.program.static_shared + self.dynamic_shared
+        if user_bytes > limit:
             advice = " without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize)" \
-                if self.shared_bytes <= SHARED_OPTIN_LIMIT else f"; the sm_90 maximum is {SHARED_OPTIN_LIMIT}"
+                if user_bytes <= SHARED_OPTIN_LIMIT else f"; the sm_90 maximum is {SHARED_OPTIN_LIMIT}"
             raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                              f"{name} needs {self.shared_bytes} bytes of shared memory "
+                              f"{name} needs {user_bytes} bytes of shared memory "
                               f"({self.program.static_shared} static + {self.dynamic_shared} dynamic), more than "
                               f"{limit}{advice}")
         if self.program.param_bytes > PARAM_LIMIT:
@@ -201,7 +204,8 @@ class Launch:
                                    self.module_banks)
         return LaunchConfig(self.grid, self.block, self.dynamic_shared, self.shared_bytes, self.arch,
                             self.spin_limit, self.const_base, self.const_size, self.param_base,
-                            self.program.param_bytes, self.grid_id, self.device.write_stdout, banks)
+                            self.program.param_bytes, self.grid_id, self.device.write_stdout, banks,
+                            dict(self.environment))
 
     def _run_batches(self, stats: LaunchStats, max_steps: int, batch_bytes: int, progress) -> None:
         config = self.config

@@ -9,8 +9,6 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from isa.types import TYPES
-
 from emulator import ir
 from emulator.base.errors import PTXSemanticError, PTXSyntaxError, UsageError
 from emulator.frontend import cuda
@@ -18,9 +16,10 @@ from emulator.frontend.ptx import syntax as S
 from emulator.frontend.ptx.cache import parse_cached
 from emulator.frontend.ptx.lower import immediate_problem, lower_kernel, variable_align, variable_size
 from emulator.frontend.sass import looks_like_sass
-from emulator.frontend.sass.lower import SassProgram, lower_function
+from emulator.frontend.sass.lower import lower_function
+from emulator.frontend.sass.program import SassProgram
 from emulator.frontend.sass.parse import parse_listing
-from emulator.machine.executors import immediate
+from emulator.machine.operands import immediate
 from emulator.machine.sass import BANK_BYTES
 from emulator.memory import Memory
 from emulator.runtime import budget
@@ -29,6 +28,7 @@ from emulator.runtime.launch import (CONST_BANK_LIMIT, DEFAULT_ARCH, DEFAULT_BAT
                                      DEFAULT_SPIN_LIMIT, GLOBAL_VARIABLE_LIMIT, Launch, LaunchStats)
 from emulator.runtime.names import arch_number, plain_name
 from emulator.runtime.sass import CONSTANT_BANKS
+from isa.types import TYPES
 
 _BANK_NAME = re.compile(r"^c\[?\s*(0x[0-9a-fA-F]+|\d+)\s*\]?(?:\[\s*(0x[0-9a-fA-F]+|\d+)\s*\])?$")
 
@@ -76,6 +76,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 class Module:
     """A PTX module loaded into a device: globals allocated, constants initialised, kernels on demand."""
+
+    #: make ptxas's FMA contractions when lowering (emulator.ir.contract); False runs the PTX literally
+    contract = True
 
     def __new__(cls, text: str = "", source_name: str = "<ptx>", device: Optional[Device] = None):
         """Module(text) of a SASS listing (a .sass file, cuobjdump -sass output) is a SassModule."""
@@ -228,7 +231,7 @@ class Module:
     def program(self, name: str) -> ir.Program:
         if name not in self._programs:
             try:
-                self._programs[name] = lower_kernel(self.syntax, name, self.symbols)
+                self._programs[name] = lower_kernel(self.syntax, name, self.symbols, contract=self.contract)
             except RecursionError:
                 raise PTXSemanticError(self.source_name, 1, 1, f"kernel '{name}' nests blocks too deeply") from None
         return self._programs[name]
@@ -258,18 +261,22 @@ class Kernel:
     def launch(self, grid, block, args: Sequence, shared: int = 0, *, max_steps: int = DEFAULT_MAX_STEPS,
                observer=None, policy=None, max_dynamic_shared: Optional[int] = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, arch: Union[str, int, None] = None,
-               spin_limit: Optional[int] = None, progress=None, move_arguments: bool = False) -> LaunchStats:
+               spin_limit: Optional[int] = None, progress=None,
+               environment: Optional[Dict[int, int]] = None, move_arguments: bool = False) -> LaunchStats:
         """Run the kernel; numpy array arguments are copied to the device and written back in place.
 
         observer: an emulator.observe.Observer (statistics, traces, checkers, debugger); policy: a
         scheduling policy object with select(batch) (and optionally turn_limit) replacing the default
         lowest-pc-first choice of the next group of threads. arch and spin_limit default to the device's.
-        progress: called with (CTAs done, CTAs in all) after each batch of CTAs. move_arguments: the arrays'
-        host pages may be given back while their copies are on the device (for arrays the caller made only to
-        pass: less memory at once; their contents are undefined if the launch fails). A launch whose memory would
-        exceed the device's max_memory is refused before it starts (LaunchError CUDA_ERROR_OUT_OF_MEMORY)."""
+        progress: called with (CTAs done, CTAs in all) after each batch of CTAs. environment: the values of
+        %envreg0..31 (a driver's; a cooperative launch's grid-sync workspace is %envreg1:%envreg2).
+        move_arguments: the arrays' host pages may be given back while their copies are on the device (for arrays
+        the caller made only to pass: less memory at once; their contents are undefined if the launch fails). A
+        launch whose memory would exceed the device's max_memory is refused before it starts (LaunchError
+        CUDA_ERROR_OUT_OF_MEMORY)."""
         launch = Launch(self, dim3(grid, "grid"), dim3(block, "block"), shared, observer=observer, policy=policy,
                         max_dynamic_shared=max_dynamic_shared, arch=arch, spin_limit=spin_limit)
+        launch.environment = dict(environment or {})
         return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress,
                           move_arguments=move_arguments)
 
@@ -285,9 +292,16 @@ def looks_like_path(text: str) -> bool:
 
 
 def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = None, language: Optional[str] = None,
-         options: Sequence[str] = ()) -> Module:
+         options: Sequence[str] = (), contract: bool = True) -> Module:
     """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text. A .cu path, or
-    text with language="cuda", is CUDA C++ compiled with the compiler options given (emulator.frontend.cuda)."""
+    text with language="cuda", is CUDA C++ compiled with the compiler options given (emulator.frontend.cuda).
+    contract=False runs the PTX literally, without the FMA contractions ptxas makes (docs/fidelity.md)."""
+    module = _read(source, device, language, options)
+    module.contract = bool(contract)
+    return module
+
+
+def _read(source, device: Optional[Device], language: Optional[str], options: Sequence[str]) -> Module:
     if language not in (None, "ptx", "cuda"):
         raise UsageError(f"language={language!r}: choose 'ptx' or 'cuda'")
     if isinstance(source, (bytes, bytearray)):

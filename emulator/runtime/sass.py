@@ -7,7 +7,7 @@ from typing import Dict
 import numpy as np
 
 from emulator.base.errors import LaunchError
-from emulator.frontend.sass.lower import SassProgram
+from emulator.frontend.sass.program import SassProgram
 from emulator.machine.sass import ADDRESS_HIGH, BANK_BYTES
 
 #: constant banks c[0x0] .. c[0x11], as cuobjdump numbers them (sm_70 on; Fermi's 16 fit inside)

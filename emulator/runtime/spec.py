@@ -10,11 +10,9 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from isa.types import TYPES
-
 from emulator import ir
 from emulator.base.errors import UsageError
-
+from isa.types import TYPES
 
 DTYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
           "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
@@ -383,6 +381,7 @@ def _describe_difference(expected: np.ndarray, actual: np.ndarray, differ) -> st
 def run_launch(spec: LaunchSpec, *, backend: str = "auto", module_cache: Optional[dict] = None):
     """Run one specified launch through gpuemu; returns (arguments after the launch, printed text)."""
     import io
+
     from emulator.runtime.module import Device, Module
     stdout = io.StringIO()
     key = str(spec.ptx)

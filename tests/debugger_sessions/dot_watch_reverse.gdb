@@ -3,20 +3,20 @@
 break 74
 run
 print %f13
-x/wf @shared 0x40
-watch @shared 0x40
+x/wf @shared 0x440
+watch @shared 0x440
 continue
 print %f10
-x/wf @shared 0x40
+x/wf @shared 0x440
 reverse-step
 print %f10
-x/wf @shared 0x40
+x/wf @shared 0x440
 reverse-step
 print %f10
 reverse-step 3
 step 4
 print %f10
-x/wf @shared 0x40
+x/wf @shared 0x440
 reverse-continue
 reverse-continue
 info cuda warps

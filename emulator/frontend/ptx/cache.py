@@ -7,10 +7,9 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-from grammars import GRAMMAR_DIR
-
-from emulator.frontend.ptx import syntax as S
 from emulator.base.cache import Cache, digest
+from emulator.frontend.ptx import syntax as S
+from grammars import GRAMMAR_DIR
 
 _PARSER_CODE = (GRAMMAR_DIR / "ptx.lark", Path(__file__).with_name("parse.py"), Path(S.__file__))
 _CACHE = Cache("ptx")

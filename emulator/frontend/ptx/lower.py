@@ -5,13 +5,12 @@ import math
 import re
 from typing import Dict, List, Optional, Tuple
 
+from emulator import ir
+from emulator.base.errors import PTXSemanticError
+from emulator.frontend.ptx import syntax as S
+from emulator.ir.contract import contract as contract_products
 from isa.table import DecodeError, decode
 from isa.types import TYPES, storage_dtype
-
-from emulator import ir
-from emulator.frontend.ptx import syntax as S
-from emulator.base.errors import PTXSemanticError
-
 
 BUILTIN_FUNCTIONS = ("vprintf", "__assertfail", "malloc", "free")
 MAX_LOCAL_BYTES = 512 * 1024
@@ -21,10 +20,13 @@ SPECIAL_REGISTERS = {
     "%gridid", "%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt",
     "%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi",
     "%total_smem_size", "%dynamic_smem_size", "%aggr_smem_size", "%reserved_smem_offset_begin",
-    "%reserved_smem_offset_end", "%reserved_smem_offset_cap", "%current_graph_exec",
+    "%reserved_smem_offset_end", "%reserved_smem_offset_cap", "%reserved_smem_offset_0", "%reserved_smem_offset_1",
+    "%current_graph_exec",
     "%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid", "%cluster_ctarank",
     "%cluster_nctarank", "%is_explicit_cluster",
 } | {f"%envreg{i}" for i in range(32)} | {f"%pm{i}" for i in range(8)} | {f"%pm{i}_64" for i in range(8)}
+#: predefined identifiers that name constants: ptxas compiles WARP_SZ to the immediate 32
+PREDEFINED_CONSTANTS = {"WARP_SZ": 32}
 #: the .v4 special registers, read one component at a time (.w is always 0)
 VECTOR_SPECIAL_REGISTERS = {"%tid", "%ntid", "%ctaid", "%nctaid", "%clusterid", "%nclusterid", "%cluster_ctaid",
                             "%cluster_nctaid"}
@@ -203,10 +205,14 @@ class KernelLowering:
         visit(self.kernel.name, [self.kernel.name])
 
     def _layout_shared(self, functions: List[S.Function]) -> None:
+        """ptxas's layout (sm_90): after the driver's reserved kilobyte, the kernel's own variables, then the
+        module's (in declaration order, those the kernel reaches), then each called .func's (in the order the
+        module defines them), each at its alignment; the dynamic base is the end of all that rounded up to 16,
+        and each extern array sits at the base rounded up to its own alignment."""
         used = set()
         for fn in functions:
             used |= referenced_symbols(fn)
-        offset = 0
+        offset = ir.SHARED_RESERVED_BYTES
         dynamic: List[S.VarDecl] = []
 
         def place(decl: S.VarDecl, scope_symbols: Dict[str, ir.SymbolInfo]) -> None:
@@ -219,25 +225,32 @@ class KernelLowering:
             scope_symbols[decl.name] = ir.SymbolInfo(decl.name, "shared", offset, variable_size(decl), align)
             offset += variable_size(decl)
 
-        for decl in self.module.variables:
-            if decl.space == "shared" and decl.name in used:
-                place(decl, self.symbols)
-        self._function_shared: Dict[str, Dict[str, ir.SymbolInfo]] = {}
-        for fn in functions:
+        def place_function(fn: S.Function) -> None:
             table: Dict[str, ir.SymbolInfo] = {}
             if fn.body is not None:
                 for statement in _walk(fn.body):
                     if isinstance(statement, S.VarDecl) and statement.space == "shared":
                         place(statement, table)
             self._function_shared[fn.name] = table
-        self.shared_bytes = offset
-        dynamic_start = offset
-        for decl, table in dynamic:
-            dynamic_start = _align_up(dynamic_start, max(16, variable_align(decl)))
-        for decl, table in dynamic:
+
+        self._function_shared: Dict[str, Dict[str, ir.SymbolInfo]] = {}
+        place_function(self.kernel)
+        for decl in self.module.variables:
+            if decl.space == "shared" and decl.name in used:
+                place(decl, self.symbols)
+        reachable = {fn.name for fn in functions}
+        for fn in self.module.functions:
+            if fn.name in reachable and fn.name != self.kernel.name and fn.name not in self._function_shared:
+                place_function(fn)
+        window = offset
+        if dynamic:
+            base = _align_up(offset, 16)
+            for decl, table in dynamic:
+                start = _align_up(base, variable_align(decl))
+                table[decl.name] = ir.SymbolInfo(decl.name, "shared", start, 0, variable_align(decl))
+                window = max(window, start)
             self.has_dynamic_shared = True
-            table[decl.name] = ir.SymbolInfo(decl.name, "shared", dynamic_start, 0, variable_align(decl))
-        self.dynamic_shared_offset = dynamic_start
+        self.shared_bytes = window - ir.SHARED_RESERVED_BYTES
 
     def _alloc_local(self, size: int, align: int) -> int:
         self.local_bytes = _align_up(self.local_bytes, max(align, 1))
@@ -316,6 +329,8 @@ class KernelLowering:
             self._current_labels: Dict[str, int] = {}
             self._function_pending: List[Tuple[ir.Instr, S.Instruction]] = []
             self._loc: Optional[Tuple[str, int]] = None
+            self._inlined: Tuple[ir.InlineFrame, ...] = ()
+            self._loc_scopes: Dict[Tuple[int, int, int], Tuple[ir.InlineFrame, ...]] = {}
             self._lower_block(fn, fn.body, _Scope(function_scopes[fn.name]))
             if self._falls_off_the_end(fn):
                 self.instrs.append(self._implicit_return(fn))
@@ -354,7 +369,7 @@ class KernelLowering:
         line = len(self.module.lines)
         control = ir.EXIT if fn is self.kernel else ir.RETURN
         return ir.Instr(len(self.instrs), fn.name, line, 1, "ret; (end of function)", self._loc, "ret", None,
-                        control, None, ())
+                        control, None, (), inlined=self._inlined)
 
     def _kernel_params(self):
         params = []
@@ -382,8 +397,7 @@ class KernelLowering:
             elif isinstance(statement, S.Block):
                 self._lower_block(fn, statement, _Scope(scope))
             elif isinstance(statement, S.SourceLoc):
-                files = dict(self.module.files)
-                self._loc = (files.get(statement.file, f"file{statement.file}"), statement.line)
+                self._loc, self._inlined = _source_location(self.module, statement, self._loc_scopes)
             elif isinstance(statement, S.Instruction):
                 self.instrs.append(self._lower_instruction(fn, statement, scope))
 
@@ -404,12 +418,10 @@ class KernelLowering:
         line = syntax.pos.line
         text = self.module.lines[line - 1].strip() if 0 < line <= len(self.module.lines) else opcode
         control = _CONTROL.get(syntax.opcode, ir.STRAIGHT)
-        if syntax.opcode in ("bar", "barrier") and decoded.has("barwarp"):
-            control = ir.STRAIGHT
         if syntax.opcode == "ret" and fn is self.kernel:
             control = ir.EXIT
         instr = ir.Instr(len(self.instrs), fn.name, line, syntax.pos.col, text, self._loc, opcode, decoded,
-                         control, guard, ())
+                         control, guard, (), inlined=self._inlined)
         if syntax.opcode == "bra":
             if len(syntax.operands) != 1 or not isinstance(syntax.operands[0], S.Sym):
                 raise self.error(syntax.pos, "bra needs one label operand")
@@ -500,6 +512,8 @@ class KernelLowering:
             if reg is not None and operand.offset == 0:
                 return ir.RegRef(reg)
             symbol = scope.symbol(operand.name)
+            if symbol is None and operand.name in PREDEFINED_CONSTANTS and operand.offset == 0:
+                return ir.ImmRef("int", PREDEFINED_CONSTANTS[operand.name])
             if symbol is None:
                 raise self.error(syntax.pos, f"undeclared name '{operand.name}'")
             return ir.SymRef(symbol, operand.offset)
@@ -557,11 +571,32 @@ def immediate_problem(ref: ir.ImmRef, type_name: str) -> Optional[str]:
     return f"floating-point constant {spelled} for a .{type_name} operand"
 
 
-def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, ir.SymbolInfo]) -> ir.Program:
+def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, ir.SymbolInfo],
+                 contract: bool = True) -> ir.Program:
+    """The kernel's program; contract: make the FMA contractions ptxas makes (emulator.contract)."""
     kernel = next((fn for fn in module.functions if fn.name == kernel_name and fn.kind == "entry"), None)
     if kernel is None:
         raise KeyError(kernel_name)
     if kernel.body is None:
         raise PTXSemanticError(module.source_name, kernel.pos.line, kernel.pos.col,
                                f"kernel '{kernel_name}' has no body")
-    return KernelLowering(module, kernel, module_symbols).lower()
+    program = KernelLowering(module, kernel, module_symbols).lower()
+    return contract_products(program, module.target) if contract else program
+
+
+def _source_location(module: S.Module, loc: S.SourceLoc, scopes):
+    """(file, line) of a .loc and its chain of inlined calls, innermost first. A call site's own chain is that of
+    the latest .loc at the call's file, line and column (NVVM writes each enclosing call's .loc first)."""
+    files = dict(module.files)
+
+    def file_name(index: int) -> str:
+        return files.get(index, f"file{index}")
+
+    chain: Tuple[ir.InlineFrame, ...] = ()
+    if loc.inlined_at is not None:
+        call_file, call_line, _ = loc.inlined_at
+        name, _, offset = (loc.function or "?").partition("+")
+        name = dict(module.strings).get(name, name)[int(offset or 0):]
+        chain = (ir.InlineFrame(name, (file_name(call_file), call_line)),) + scopes.get(loc.inlined_at, ())
+    scopes[(loc.file, loc.line, loc.col)] = chain
+    return (file_name(loc.file), loc.line), chain

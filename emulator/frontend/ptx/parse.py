@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import io
 from functools import lru_cache
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
-from grammars import grammar_text
-
-from emulator.frontend.ptx import syntax as S
 from emulator.base.cache import Cache, digest
 from emulator.base.errors import PTXSyntaxError
+from emulator.frontend.ptx import syntax as S
+from grammars import grammar_text
 
 _TERMINAL_WORDS = {
     "OPCODE": "an instruction",
@@ -88,7 +87,7 @@ def _int(token) -> int:
             value = int(body)
     except ValueError:
         if isinstance(token, Token):
-            raise _TokenError(token, f"number {_shown(text)} has too many digits") from None
+            raise TokenError(token, f"number {_shown(text)} has too many digits") from None
         raise
     return -value if negative else value
 
@@ -97,7 +96,7 @@ def _offset(token) -> int:
     """An address or offset: an integer that fits in 64 bits (signed or unsigned)."""
     value = _int(token)
     if not -(1 << 63) <= value < 1 << 64:
-        raise _TokenError(token, f"offset {_shown(str(token))} does not fit in 64 bits")
+        raise TokenError(token, f"offset {_shown(str(token))} does not fit in 64 bits")
     return value
 
 
@@ -118,7 +117,7 @@ def _hex_float(text: str, kind: str) -> S.Imm:
     return S.Imm(kind, bits)
 
 
-class _TokenError(Exception):
+class TokenError(Exception):
     """A transformer's complaint about one token, reported at the token's line and column."""
 
     def __init__(self, token: Token, message: str):
@@ -138,7 +137,7 @@ class _ToSyntax(Transformer):
         except ValueError:  # more digits than Python converts
             value = 1 << 64
         if not -(1 << 63) <= value < 1 << 64:
-            raise _TokenError(items[0], f"constant {shown} does not fit in 64 bits")
+            raise TokenError(items[0], f"constant {shown} does not fit in 64 bits")
         return S.Imm("int", value)
 
     def f32_imm(self, items):
@@ -223,13 +222,16 @@ class _ToSyntax(Transformer):
         return None
 
     def loc(self, items):
-        return S.SourceLoc(_int(items[0]), _int(items[1]), _int(items[2]))
+        attributes = dict(item for item in items[3:] if item is not None)
+        return S.SourceLoc(_int(items[0]), _int(items[1]), _int(items[2]), attributes.get("function"),
+                           attributes.get("inlined_at"))
 
     def loc_function(self, items):
-        return None
+        name = str(items[1])
+        return ("function", f"{name}+{_int(items[2])}" if len(items) > 2 else name)
 
     def loc_inlined_at(self, items):
-        return None
+        return ("inlined_at", (_int(items[1]), _int(items[2]), _int(items[3])))
 
     def reg_item(self, items):
         name = items[0]
@@ -254,7 +256,7 @@ class _ToSyntax(Transformer):
     def align(self, items):
         value = _int(items[0])
         if not 0 < value <= MAX_ALIGN or value & (value - 1):
-            raise _TokenError(items[0], f"alignment {_shown(str(items[0]))} is not a power of two from 1 to "
+            raise TokenError(items[0], f"alignment {_shown(str(items[0]))} is not a power of two from 1 to "
                                         f"{MAX_ALIGN}")
         return ("align", value)
 
@@ -417,7 +419,9 @@ class _ToSyntax(Transformer):
         return ("file", (_int(items[0]), str(items[1])[1:-1]))
 
     def section(self, items):
-        return None
+        if str(items[0]) != ".debug_str":
+            return None
+        return ("strings", _debug_strings(items[1:]))
 
     def pragma(self, items):
         return None
@@ -480,27 +484,33 @@ def _excerpt(line: str, col: int) -> str:
     return ("..." if start > 0 else "") + piece + ("..." if start + EXCERPT < len(line) else "")
 
 
+def parse_items(parser: Lark, transformer: Transformer, terminal_words: Dict[str, str], source: str, text: str,
+                language: str) -> list:
+    """The transformed top-level items of text; every lark error becomes a PTXSyntaxError at its line and column."""
+    try:
+        return transformer.transform(parser.parse(text)).children
+    except UnexpectedInput as error:
+        raise syntax_error(parser, terminal_words, source, text, error) from None
+    except VisitError as error:
+        if isinstance(error.orig_exc, TokenError):
+            raise PTXSyntaxError(source, error.orig_exc.line, error.orig_exc.col, str(error.orig_exc)) from None
+        raise PTXSyntaxError(source, 1, 1, f"cannot read {language}: {error.orig_exc}") from None
+    except RecursionError:
+        raise PTXSyntaxError(source, 1, 1, f"{language} nests too deeply") from None
+
+
 def parse(text: str, source: str = "<ptx>") -> S.Module:
     """Parse PTX text into a syntax tree; raise PTXSyntaxError (file:line:col) on bad input."""
     if text.startswith("\ufeff"):  # a byte-order mark some editors write first
         text = text[1:]
-    try:
-        tree = _parser().parse(text)
-        items = _ToSyntax().transform(tree).children
-    except UnexpectedInput as error:
-        raise syntax_error(_parser(), _TERMINAL_WORDS, source, text, error) from None
-    except VisitError as error:
-        if isinstance(error.orig_exc, _TokenError):
-            raise PTXSyntaxError(source, error.orig_exc.line, error.orig_exc.col, str(error.orig_exc)) from None
-        raise PTXSyntaxError(source, 1, 1, f"cannot read PTX: {error.orig_exc}") from None
-    except RecursionError:
-        raise PTXSyntaxError(source, 1, 1, "PTX nests too deeply") from None
+    items = parse_items(_parser(), _ToSyntax(), _TERMINAL_WORDS, source, text, "PTX")
     version = None
     target: tuple = ()
     address_size = 64
     variables: List[S.VarDecl] = []
     functions: List[S.Function] = []
     files = []
+    strings = []
     for item in items:
         if item is None:
             continue
@@ -516,6 +526,8 @@ def parse(text: str, source: str = "<ptx>") -> S.Module:
             address_size = item[1]
         elif item[0] == "file":
             files.append(item[1])
+        elif item[0] == "strings":
+            strings.extend(item[1])
     if address_size != 64:
         line, col = next(((number, text_line.index(".address_size") + 1)
                           for number, text_line in enumerate(text.splitlines(), 1) if ".address_size" in text_line),
@@ -529,5 +541,22 @@ def parse(text: str, source: str = "<ptx>") -> S.Module:
                                      f"duplicate definition of function '{function.name}'")
             defined.add(function.name)
     return S.Module(source, version, target, address_size, tuple(variables), tuple(functions),
-                    tuple(files), tuple(text.splitlines()))
+                    tuple(files), tuple(text.splitlines()), tuple(strings))
+
+
+def _debug_strings(tokens) -> List[Tuple[str, str]]:
+    """(label, string) of each labelled NUL-terminated string of a .debug_str section's .b8 bytes."""
+    strings: List[Tuple[str, str]] = []
+    label, data = None, bytearray()
+    for token in tokens:
+        if token.type == "LABEL":
+            label, data = str(token)[:-1], bytearray()
+        elif token.type == "INT" and label is not None:
+            value = _int(token)
+            if value == 0:
+                strings.append((label, data.decode("utf-8", errors="replace")))
+                label = None
+            elif 0 < value < 256:
+                data.append(value)
+    return strings
 

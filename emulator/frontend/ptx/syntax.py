@@ -13,10 +13,13 @@ class Pos:
 
 @dataclass(frozen=True)
 class SourceLoc:
-    """A `.loc file line col` directive: where the following instructions come from in CUDA source."""
+    """A `.loc file line col` directive: where the following instructions come from in CUDA source; code inlined
+    into its caller also names the inlined function (a .debug_str label, or a name) and the call's location."""
     file: int
     line: int
     col: int
+    function: Optional[str] = None
+    inlined_at: Optional[Tuple[int, int, int]] = None
 
 
 # ---- operands ---------------------------------------------------------------------------------
@@ -172,6 +175,7 @@ class Module:
     functions: Tuple[Function, ...]
     files: Tuple[Tuple[int, str], ...] = field(default=())
     lines: Tuple[str, ...] = field(default=(), repr=False)
+    strings: Tuple[Tuple[str, str], ...] = field(default=(), repr=False)  # .debug_str: (label, text)
 
     def function(self, name: str) -> Function:
         for fn in self.functions:

@@ -6,11 +6,9 @@ from functools import lru_cache
 from typing import List, Optional
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput, VisitError
-
 
 from emulator.base.errors import PTXSyntaxError
-from emulator.frontend.ptx.parse import build_parser, syntax_error
+from emulator.frontend.ptx.parse import TokenError, build_parser, parse_items
 from emulator.frontend.ptx.syntax import Pos
 from emulator.frontend.sass import syntax as S
 
@@ -34,14 +32,6 @@ def _sm(text: str) -> str:
     return re.search(r"sm_\w+", text).group(0)
 
 
-class _NumberError(Exception):
-    """A number token gpuemu cannot read, reported at the token."""
-
-    def __init__(self, token: Token, message: str):
-        super().__init__(message)
-        self.line, self.col = token.line, token.column
-
-
 _INTEGER = re.compile(r"^(?:0[xX][0-9a-fA-F]+|\d+)$")
 
 
@@ -53,9 +43,9 @@ def _number(token: Token, *, integer: bool = False) -> str:
         digits = text[2:] if text[:2] in ("0x", "0X") else text
         base = 16 if digits is not text else 10
         if len(digits.lstrip("0")) > (16 if base == 16 else 20) or int(digits, base) >= 1 << 64:
-            raise _NumberError(token, f"constant {shown} does not fit in 64 bits")
+            raise TokenError(token, f"constant {shown} does not fit in 64 bits")
     elif integer:
-        raise _NumberError(token, f"'{shown}' is not an integer: an address or bank takes whole numbers")
+        raise TokenError(token, f"'{shown}' is not an integer: an address or bank takes whole numbers")
     return text
 
 
@@ -155,15 +145,7 @@ class _ToSyntax(Transformer):
 
 def parse_listing(text: str, source: str = "<sass>") -> S.Listing:
     """Parse a SASS listing into its functions; raise PTXSyntaxError (file:line:col) on bad input."""
-    try:
-        tree = _parser().parse(text)
-        items = _ToSyntax().transform(tree).children
-    except UnexpectedInput as error:
-        raise syntax_error(_parser(), _TERMINAL_WORDS, source, text, error) from None
-    except VisitError as error:
-        if isinstance(error.orig_exc, _NumberError):
-            raise PTXSyntaxError(source, error.orig_exc.line, error.orig_exc.col, str(error.orig_exc)) from None
-        raise PTXSyntaxError(source, 1, 1, f"cannot read SASS: {error.orig_exc}") from None
+    items = parse_items(_parser(), _ToSyntax(), _TERMINAL_WORDS, source, text, "SASS")
     arch: Optional[str] = None
     compile_size: Optional[int] = None
     functions: List[S.Function] = []

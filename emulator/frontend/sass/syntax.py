@@ -6,7 +6,6 @@ from typing import Optional, Tuple
 
 from emulator.frontend.ptx.syntax import Pos
 
-
 # ---- operands ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -8,10 +8,9 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import GpuemuError
+from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from emulator.runtime.faults import ranges
 from emulator.runtime.names import plain_name
-from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-
 
 CHECKS = ("race", "sync", "init", "mem")
 DEFAULT_MAX_ERRORS = 100
@@ -31,6 +30,11 @@ def is_strong(instr: ir.Instr) -> bool:
     """Atomics and volatile/relaxed/acquire/release accesses: two of them never form a data race."""
     parts = instr.opcode.split(".")
     return instr.op_class in ("atom", "red") or parts[0] in STRONG_SASS or not STRONG_QUALIFIERS.isdisjoint(parts)
+
+
+def is_warp_sync(instr: ir.Instr) -> bool:
+    """bar.warp.sync (__syncwarp): a barrier the scheduler runs, for the lanes of one warp."""
+    return instr.op_class == "bar" and instr.decoded is not None and instr.decoded.has("barwarp")
 
 
 def is_fence(instr: ir.Instr) -> bool:

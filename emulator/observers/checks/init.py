@@ -11,7 +11,6 @@ from emulator.observers.checks.common import (CONSTANT_BANKS, GLOBAL, LOCAL, SHA
                                               resolve, thread_array, who)
 
 
-
 class InitChecker(Observer):
     """initcheck: loads (and atomics) of shared, local and tracked global bytes that nothing wrote.
 

@@ -8,12 +8,11 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import DeviceError
-from emulator.runtime.names import plain_name
-from emulator.memory import NULL_LIMIT
 from emulator.machine.observe import Observer
+from emulator.memory import NULL_LIMIT
 from emulator.observers.checks.common import (CONSTANT_BANKS, DEFAULT_MAX_ERRORS, GLOBAL, LOCAL, PREFIX, SHARED,
                                               SPACE_NAMES, GlobalTable, location, resolve, thread_array, who)
-
+from emulator.runtime.names import plain_name
 
 
 @dataclass

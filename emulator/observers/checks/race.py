@@ -6,12 +6,11 @@ from typing import List
 import numpy as np
 
 from emulator import ir
-from emulator.machine.executors import lanes_of
+from emulator.machine.lanes import lanes_of
 from emulator.machine.observe import Observer
 from emulator.observers.checks.common import (ACCESS_WORDS, CONSTANT_BANKS, GLOBAL, PREFIX, SHARED, Finding, Findings,
-                                              GlobalTable, _Shadow, _first_of_each, _last_of_each, is_fence,
-                                              is_strong, location, resolve, thread_array, who)
-
+                                              GlobalTable, _first_of_each, _last_of_each, _Shadow, is_fence, is_strong, is_warp_sync,
+                                              location, resolve, thread_array, who)
 
 
 class RaceChecker(Observer):
@@ -49,11 +48,9 @@ class RaceChecker(Observer):
             self.cta_epoch[np.unique(batch.cta_of[released])] += 1
 
     def step(self, batch, instr, sel, warps, lanes) -> None:
-        if instr.control != ir.STRAIGHT:
-            return
-        if instr.op_class == "bar":
+        if is_warp_sync(instr):
             self.warp_epoch[np.unique(lanes_of(sel, batch.n) >> 5)] += 1
-        elif is_fence(instr):
+        elif instr.control == ir.STRAIGHT and is_fence(instr):
             self.fence_step[sel] = batch.steps
 
     # accesses

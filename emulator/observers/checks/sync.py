@@ -5,15 +5,16 @@ from typing import List
 
 import numpy as np
 
-from isa.warp import lane_mask
-
 from emulator import ir
 from emulator.base.errors import DeviceError
-from emulator.machine.executors import lanes_of, reader
-from emulator.runtime.names import plain_name
-from emulator.machine.batch import AT_BARRIER, EXITED, INF
+from emulator.machine.lanes import lanes_of
 from emulator.machine.observe import Observer
-from emulator.observers.checks.common import Findings, MASKED_CLASSES, lane_list, location, who
+from emulator.machine.operands import reader
+from emulator.machine.states import AT_BARRIER, EXITED, INF, WARP_SYNC
+from emulator.observers.checks.common import MASKED_CLASSES, Findings, is_warp_sync, lane_list, location, who
+from emulator.runtime.names import plain_name
+from isa.warp import lane_mask
+
 
 class SyncChecker(Observer):
     """synccheck: aligned barriers (bar.sync, __syncthreads) that only part of a warp or CTA reaches,
@@ -45,7 +46,7 @@ class SyncChecker(Observer):
 
     # member masks
     def step(self, batch, instr, sel, warps, lanes) -> None:
-        if instr.control != ir.STRAIGHT or "sync" not in instr.opcode.split("."):
+        if (instr.control != ir.STRAIGHT and not is_warp_sync(instr)) or "sync" not in instr.opcode.split("."):
             return
         op_class = instr.op_class
         if op_class in MASKED_CLASSES:
@@ -91,6 +92,8 @@ class SyncChecker(Observer):
                                lambda m, t: f"membermask 0x{m:08x} names lanes "
                                             f"{lane_list(int(gone_bits[t >> 5]) & m)}, which have exited (before "
                                             f"sm_70 every lane of the mask must execute it)", "exited")
+        if op_class == "bar" and self.launch.arch >= 70:
+            return  # from sm_70 bar.warp.sync waits for the lanes of its mask: arriving apart is correct
         absent = masks & ~present_bits[warp] & ~gone_bits[warp]
         self._mask_finding(batch, instr, threads, masks, absent != 0, "Divergent thread(s) in warp",
                            lambda m, t: f"membermask 0x{m:08x} names lanes "
@@ -250,6 +253,8 @@ class SyncChecker(Observer):
         waiting = np.flatnonzero(batch.status == AT_BARRIER)
         if error.cuda_error == "GPUEMU_DEADLOCK" and len(waiting):
             for bar in np.unique(batch.bar_wait[waiting]):
+                if bar == WARP_SYNC:
+                    continue
                 at_bar = waiting[batch.bar_wait[waiting] == bar]
                 pc = int(batch.resume_pc[at_bar[0]]) - 1
                 instr = launch.program.instrs[pc]

@@ -11,14 +11,14 @@ import numpy as np
 from isa.types import TYPES
 
 from emulator import ir
-from emulator.machine.executors import ALL
+from emulator.machine.lanes import ALL
 from emulator.runtime.names import plain_name
 from emulator.frontend.ptx.lower import SPECIAL_REGISTERS
-from emulator.machine.batch import AT_BARRIER, EXITED, INF, RUNNING
+from emulator.machine.states import AT_BARRIER, EXITED, INF, RUNNING
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-from emulator.frontend.sass.lower import SassProgram
+from emulator.frontend.sass.program import SassProgram
 from emulator.ir.sass import Address, ConstWord, Pred, SignBit, Value
-from emulator.debug.expr import DebugError
+from emulator.observers.debugger.expr import DebugError
 
 SPACES = ("global", "shared", "local", "const", "param", "generic")
 #: bytes of code per instruction in the addresses the debugger shows (as compute-sanitizer's `kernel+0x…`)

@@ -14,12 +14,12 @@ from typing import Deque, Dict, List, Optional, Tuple
 import numpy as np
 
 from emulator import ir
-from emulator.machine.executors import ALL
+from emulator.machine.lanes import ALL
 
 DEFAULT_HISTORY = 100_000
 #: the scheduler state a control instruction may change (rpc is derived from the records instead)
 CONTROL_FIELDS = ("status", "resume_pc", "bar_wait", "bar_arrived", "bar_expected", "bar_votes", "live",
-                  "depth", "stack_pc", "stack_site")
+                  "warp_sync_arrived", "warp_sync_mask", "depth", "stack_pc", "stack_site")
 _ARRAY_HEADER = sys.getsizeof(np.empty(0, dtype=np.uint8))
 
 

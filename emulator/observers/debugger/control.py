@@ -17,14 +17,14 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import GpuemuError
-from emulator.machine.executors import ALL
-from emulator.machine.batch import EXITED
+from emulator.machine.lanes import ALL
+from emulator.machine.states import EXITED
 from emulator.memory import DeviceFault, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-from emulator.machine.observe import Observer
+from emulator.machine.observe import Observer, combine
 from emulator.runtime.faults import render
-from emulator.debug.expr import DebugError
-from emulator.debug.record import History, add_store, capture, destinations
-from emulator.debug.state import read_space
+from emulator.observers.debugger.expr import DebugError
+from emulator.observers.debugger.record import History, add_store, capture, destinations
+from emulator.observers.debugger.state import read_space
 
 
 class Abandon(BaseException):
@@ -41,6 +41,7 @@ class Breakpoint:
     condition_text: Optional[str] = None
     condition: Any = None
     hits: int = 0
+    hit_condition: Any = None      # a function of the hit count: stop only where it says True (DAP's hitCondition)
 
 
 @dataclass
@@ -134,7 +135,7 @@ class Engine:
     """One launch under the debugger: the worker thread, its pauses, and the history it records."""
 
     def __init__(self, session, kernel, args, grid, block, *, shared: int, max_steps: int,
-                 max_dynamic_shared: Optional[int], history_limit: int):
+                 max_dynamic_shared: Optional[int], history_limit: int, checks=None):
         self.session = session
         self.kernel = kernel
         self.args = args
@@ -160,12 +161,15 @@ class Engine:
         self._commands: "queue.Queue" = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="gpuemu-launch", daemon=True)
         self.observer = _Observer(self)
+        self.checks = checks          # a CheckSession whose new findings stop the launch (reason "check")
+        self.findings_seen = 0
 
     # ---- the worker thread ----
     def _work(self) -> None:
         try:
             stats = self.kernel.launch(self.grid, self.block, self.args, self.shared, max_steps=self.max_steps,
-                                       max_dynamic_shared=self.max_dynamic_shared, observer=self.observer)
+                                       max_dynamic_shared=self.max_dynamic_shared,
+                                       observer=combine(self.observer, self.checks))
             self._events.put(("finished", stats))
         except Abandon:
             self._events.put(("abandoned", None))
@@ -199,9 +203,20 @@ class Engine:
             self.pending = capture(batch, instr, sel, warps, plan)
         stepping_over = self.paused_kind == "retire" and instr.pc == self.paused_pc
         self.paused_sel, self.paused_pc, self.paused_kind = sel, instr.pc, "step"
-        stop = self.check(batch, instr.pc, sel, breakpoints=not stepping_over)
+        stop = self.new_finding(instr.pc, sel) or self.check(batch, instr.pc, sel, breakpoints=not stepping_over)
         if stop is not None:
             self._pause(stop)
+
+    def new_finding(self, pc: int, sel) -> Optional[Stop]:
+        """A stop before pc when the checkers found something new since the last step (message: its report)."""
+        if self.checks is None:
+            return None
+        checkers = [c for c in (self.checks.init, self.checks.race, self.checks.sync) if c is not None]
+        findings = [finding for checker in checkers for finding in checker.findings.items.values()]
+        if len(findings) <= self.findings_seen:
+            return None
+        self.findings_seen = len(findings)
+        return Stop("check", pc, sel, thread=self._focus_thread_in(sel), message="\n".join(findings[-1].render()))
 
     def on_memory(self, batch, instr, op, space, addresses, threads, width) -> None:
         if space == "constant":
@@ -307,6 +322,8 @@ class Engine:
                 if len(hitting) == 0:
                     continue
             breakpoint.hits += 1
+            if breakpoint.hit_condition is not None and not breakpoint.hit_condition(breakpoint.hits):
+                continue
             return Stop("breakpoint", pc, sel, thread=self._preferred(hitting), breakpoint=breakpoint)
         return None
 

@@ -1,4 +1,5 @@
-"""Debugger expressions over the lanes of a warp (C precedence) and gdb's value formats (/x /d /u /t /o /c /f /a)."""
+"""Debugger expressions over the lanes of a warp (C precedence, with C's [] . -> * & on source variables) and gdb's
+value formats (/x /d /u /t /o /c /f /a)."""
 from __future__ import annotations
 
 import re
@@ -18,7 +19,7 @@ _TOKEN = re.compile(r"""
   | (?P<register>%[A-Za-z_][\w$]*(?:\.[xyz])?)
   | (?P<convenience>\$\$\d*|\$\d+|\$[A-Za-z_]\w*(?:\.[xyz])?|\$)
   | (?P<name>[A-Za-z_][\w$]*)
-  | (?P<op>\|\||&&|==|!=|<=|>=|<<|>>|[-+*/%<>!~&|^()])
+  | (?P<op>\|\||&&|==|!=|<=|>=|<<|>>|->|[-+*/%<>!~&|^()\[\].])
 """, re.VERBOSE)
 
 _BINARY = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, "<=": 7, ">": 7, ">=": 7,
@@ -61,7 +62,7 @@ def parse_expression(text: str):
             return ("conv", value)
         if kind == "name":
             return ("name", value)
-        if value in ("-", "+", "!", "~"):
+        if value in ("-", "+", "!", "~", "*", "&"):
             return ("un", value, unary())
         if value == "(":
             inner = binary(0)
@@ -72,7 +73,26 @@ def parse_expression(text: str):
         raise DebugError(f"A syntax error in expression, near `{_rest(tokens, position - 1)}'.")
 
     def unary():
-        return primary()
+        nonlocal position
+        tree = primary()
+        while True:
+            kind, value = peek()
+            if value == "[" and kind == "op":
+                position += 1
+                index = binary(0)
+                if peek()[1] != "]":
+                    raise DebugError(f"A syntax error in expression, near `{_rest(tokens, position)}'.")
+                position += 1
+                tree = ("index", tree, index)
+            elif value in (".", "->") and kind == "op":
+                position += 1
+                field_kind, field = peek()
+                if field_kind != "name":
+                    raise DebugError(f"A syntax error in expression, near `{_rest(tokens, position)}'.")
+                position += 1
+                tree = ("member" if value == "." else "arrow", tree, field)
+            else:
+                return tree
 
     def binary(floor):
         nonlocal position
@@ -130,8 +150,27 @@ class Context:
     def symbol(self, name: str):
         raise DebugError(f'No symbol "{name}" in current context.')
 
+    def access(self, op: str, value, operand=None):
+        """C's `[]` (operand: the index), `.` and `->` (operand: the member), unary `*` and `&` on a source value."""
+        raise DebugError("Attempt to take contents of a non-pointer value." if op == "*" else
+                         "Attempt to take address of value not located in memory." if op == "&" else
+                         f"No source variables here: `{op}` needs a C variable (a -G build).")
 
-def evaluate(tree, context: Context) -> np.ndarray:
+
+class SourceValue:
+    """A value with a C type (a variable, an element, a member): `rvalue()` gives its numbers per lane."""
+
+    def rvalue(self) -> np.ndarray:
+        raise NotImplementedError
+
+
+def rvalue(value) -> np.ndarray:
+    """The numbers of an evaluated expression (a source value loaded)."""
+    return value.rvalue() if isinstance(value, SourceValue) else np.asarray(value)
+
+
+def evaluate(tree, context: Context):
+    """The value of a tree: numbers per lane, or a SourceValue for C variables and what [] . -> * & make of them."""
     kind = tree[0]
     if kind == "num":
         return np.asarray(tree[1])
@@ -140,9 +179,16 @@ def evaluate(tree, context: Context) -> np.ndarray:
     if kind == "conv":
         return np.asarray(context.convenience(tree[1]))
     if kind == "name":
-        return np.asarray(context.symbol(tree[1]))
+        value = context.symbol(tree[1])
+        return value if isinstance(value, SourceValue) else np.asarray(value)
+    if kind == "index":
+        return context.access("[]", evaluate(tree[1], context), rvalue(evaluate(tree[2], context)))
+    if kind in ("member", "arrow"):
+        return context.access("." if kind == "member" else "->", evaluate(tree[1], context), tree[2])
+    if kind == "un" and tree[1] in ("*", "&"):
+        return context.access(tree[1], evaluate(tree[2], context))
     if kind == "un":
-        value = _numeric(evaluate(tree[2], context))
+        value = _numeric(rvalue(evaluate(tree[2], context)))
         op = tree[1]
         if op == "!":
             return value == 0
@@ -153,7 +199,7 @@ def evaluate(tree, context: Context) -> np.ndarray:
         if op == "-":
             return -_widen(value)
         return value
-    op, left, right = tree[1], evaluate(tree[2], context), evaluate(tree[3], context)
+    op, left, right = tree[1], rvalue(evaluate(tree[2], context)), rvalue(evaluate(tree[3], context))
     return binary(op, left, right)
 
 

@@ -1,0 +1,430 @@
+"""`gpuemu dap`: the debugger as a Debug Adapter Protocol server over stdio, for VS Code, nvim-dap, dap-mode.
+
+Messages are `Content-Length: N\\r\\n\\r\\n` + JSON. A reader thread takes requests off stdin so that `pause`
+can interrupt a running kernel; the main thread answers them in order over the shared session core."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import re
+import threading
+from typing import Optional
+
+import numpy as np
+
+from emulator.base.errors import DeviceError, GpuemuError
+from emulator.cli.common import prepare_launch
+from emulator.debug.dap_values import References, scopes, source_of, threads, variable
+from emulator.observers.debugger.control import Plan
+from emulator.observers.debugger.cvalues import CValue
+from emulator.observers.debugger.expr import DebugError
+from emulator.observers.debugger.record import DEFAULT_HISTORY
+from emulator.observers.debugger.session import DebugSession
+from emulator.observers.debugger.symbols import exited
+from emulator.runtime.faults import source_text
+
+FILTERS = [{"filter": "fault", "label": "Device faults", "default": True,
+            "description": "Stop where a thread faults (illegal or misaligned address)."},
+           {"filter": "check", "label": "--check findings", "default": True,
+            "description": "Stop where a checker (launch configuration 'check') finds a race, sync or init error."}]
+CAPABILITIES = {"supportsConfigurationDoneRequest": True, "supportsConditionalBreakpoints": True,
+                "supportsHitConditionalBreakpoints": True, "supportsEvaluateForHovers": True,
+                "supportsStepBack": True, "supportsDataBreakpoints": True, "supportsTerminateRequest": True,
+                "supportsSetVariable": False, "exceptionBreakpointFilters": FILTERS}
+_REASONS = {"breakpoint": "breakpoint", "watch": "data breakpoint", "fault": "exception", "check": "exception",
+            "interrupt": "pause", "step": "step", "finish": "step", "focus-exited": "step", "history-start": "step"}
+
+
+def read_message(stream) -> Optional[dict]:
+    """One message from a binary stream; None at its end."""
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            return None
+        line = line.strip()
+        if not line:
+            if length is not None:
+                break
+            continue
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    return json.loads(stream.read(length).decode("utf-8"))
+
+
+def launch_options(arguments: dict) -> argparse.Namespace:
+    """The `gpuemu debug` options a launch configuration stands for (paths relative to its cwd)."""
+    base = arguments.get("cwd") or os.getcwd()
+    program = arguments.get("program")
+    if not program:
+        raise DebugError('The launch configuration needs "program" (a .ptx or .cu file).')
+
+    def resolve(path: str) -> str:
+        return path if os.path.isabs(path) else os.path.join(base, path)
+
+    def dims(value) -> str:
+        return ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+    args = [f"@{resolve(spec[1:])}" if isinstance(spec, str) and spec.startswith("@") else str(spec)
+            for spec in arguments.get("args", [])]
+    if "grid" not in arguments or "block" not in arguments:
+        raise DebugError('The launch configuration needs "grid" and "block".')
+    return argparse.Namespace(
+        file=resolve(program), kernel=arguments.get("kernel"), grid=dims(arguments["grid"]),
+        block=dims(arguments["block"]), shared=int(arguments.get("shared", 0)), max_dynamic_shared=None, arg=args,
+        const=[f"{item.partition('=')[0]}=@{resolve(item.partition('=@')[2])}" for item in arguments.get("const", [])],
+        max_steps=arguments.get("maxSteps"), source_dir=[resolve(d) for d in arguments.get("sourceDirs", [])],
+        backend="auto", history=int(arguments.get("history", DEFAULT_HISTORY)), check=arguments.get("check") or [],
+        out=None, arch=arguments.get("arch"))
+
+
+def hit_condition(text: Optional[str]):
+    """DAP's hitCondition: `N` or `== N` (the Nth hit), `>= N`, `> N`, `% N` (every Nth)."""
+    if not text:
+        return None
+    match = re.fullmatch(r"\s*(==|>=|>|%)?\s*(\d+)\s*", text)
+    if not match:
+        raise DebugError(f"Hit condition '{text}' is not N, == N, >= N, > N or % N.")
+    op, number = match.group(1) or "==", int(match.group(2))
+    return {"==": lambda hits: hits == number, ">=": lambda hits: hits >= number, ">": lambda hits: hits > number,
+            "%": lambda hits: number > 0 and hits % number == 0}[op]
+
+
+class _Output:
+    """Device printf as DAP output events."""
+
+    def __init__(self, server: "DapServer"):
+        self.server = server
+
+    def write(self, text: str) -> int:
+        self.server.event("output", {"category": "stdout", "output": text})
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class DapServer:
+    """One DAP conversation: requests in, responses and events out, one kernel launch at a time."""
+
+    def __init__(self, reader, writer):
+        self.reader, self.writer = reader, writer
+        self.seq = 0
+        self.lock = threading.Lock()
+        self.requests: "queue.Queue" = queue.Queue()
+        self.session: Optional[DebugSession] = None
+        self.arguments: dict = {}
+        self.references = References()
+        self.source_breakpoints = {}
+        self.data_watches = []
+        self.filters = {"fault", "check"}
+        self.done = False
+
+    # ---- the wire ----
+    def send(self, message: dict) -> None:
+        with self.lock:
+            self.seq += 1
+            message["seq"] = self.seq
+            data = json.dumps(message).encode("utf-8")
+            self.writer.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+            self.writer.flush()
+
+    def event(self, name: str, body: Optional[dict] = None) -> None:
+        self.send({"type": "event", "event": name, **({"body": body} if body is not None else {})})
+
+    def respond(self, request: dict, body: Optional[dict] = None, error: Optional[str] = None) -> None:
+        message = {"type": "response", "request_seq": request["seq"], "command": request["command"],
+                   "success": error is None}
+        if error is not None:
+            message["message"] = error
+            message["body"] = {"error": {"id": 1, "format": error, "showUser": True}}
+        elif body is not None:
+            message["body"] = body
+        self.send(message)
+
+    def say(self, text: str) -> None:
+        self.event("output", {"category": "console", "output": text + "\n"})
+
+    def _read(self) -> None:
+        while True:
+            message = read_message(self.reader)
+            if message is None:
+                self.requests.put(None)
+                return
+            if message.get("command") == "pause" and self.session is not None and self.session.engine is not None:
+                self.session.engine.interrupt = True
+            self.requests.put(message)
+
+    def serve(self) -> int:
+        threading.Thread(target=self._read, name="gpuemu-dap-reader", daemon=True).start()
+        while not self.done:
+            request = self.requests.get()
+            if request is None:
+                break
+            if request.get("type") != "request":
+                continue
+            handler = getattr(self, "on_" + request.get("command", ""), None)
+            if handler is None:
+                self.respond(request, error=f"gpuemu dap does not support the '{request.get('command')}' request.")
+                continue
+            try:
+                handler(request, request.get("arguments") or {})
+            except (DebugError, GpuemuError) as error:
+                self.respond(request, error=str(error))
+            except Exception as error:  # a gpuemu bug: answered, and the conversation goes on
+                self.respond(request, error=f"internal error: {type(error).__name__}: {error}")
+        if self.session is not None:
+            self.session._kill()
+        return 0
+
+    # ---- set-up ----
+    def on_initialize(self, request, arguments) -> None:
+        self.respond(request, CAPABILITIES)
+
+    def on_launch(self, request, arguments) -> None:
+        self.arguments = arguments
+        options = launch_options(arguments)
+        self.session = DebugSession(options, lambda: prepare_launch(options))
+        self.respond(request)
+        self.event("initialized")
+
+    def on_setBreakpoints(self, request, arguments) -> None:
+        session = self._session()
+        path = (arguments.get("source") or {}).get("path") or (arguments.get("source") or {}).get("name", "")
+        for old in self.source_breakpoints.pop(path, []):
+            session._remove(old)
+        results, made = [], []
+        for wanted in arguments.get("breakpoints", []):
+            line = int(wanted["line"])
+            try:
+                location = f"{path}:{line}"
+                pcs, _ = session._locate(location)
+                breakpoint = session._add_breakpoint(location, pcs, False, wanted.get("condition") or None)
+                breakpoint.hit_condition = hit_condition(wanted.get("hitCondition"))
+                made.append(breakpoint)
+                first = session.program.instrs[pcs[0]]
+                shown = first.user_source if not path.endswith(".ptx") and first.user_source else None
+                results.append({"id": breakpoint.number, "verified": True,
+                                "line": shown[1] if shown and os.path.basename(shown[0]) == os.path.basename(path)
+                                else (first.line if path.endswith(".ptx") else line)})
+            except DebugError as error:
+                results.append({"verified": False, "message": str(error), "line": line})
+        self.source_breakpoints[path] = made
+        self.respond(request, {"breakpoints": results})
+
+    def on_setExceptionBreakpoints(self, request, arguments) -> None:
+        self.filters = set(arguments.get("filters", []))
+        self.respond(request, {"breakpoints": [{"verified": True} for _ in self.filters]})
+
+    def on_dataBreakpointInfo(self, request, arguments) -> None:
+        name = arguments.get("name", "")
+        self.respond(request, {"dataId": name or None, "description": f"write to {name}",
+                               "accessTypes": ["write"], "canPersist": False})
+
+    def on_setDataBreakpoints(self, request, arguments) -> None:
+        session = self._session()
+        for watch in self.data_watches:
+            session._remove(watch)
+        self.data_watches, results = [], []
+        for wanted in arguments.get("breakpoints", []):
+            try:
+                space, address, length, value_type = session.watch_target(wanted["dataId"], "generic", None)
+                watch = session.add_watch(space, address, length, label=wanted["dataId"])
+                watch.value_type = value_type
+                self.data_watches.append(watch)
+                results.append({"id": watch.number, "verified": True})
+            except DebugError as error:
+                results.append({"verified": False, "message": str(error)})
+        self.respond(request, {"breakpoints": results})
+
+    def on_configurationDone(self, request, arguments) -> None:
+        session = self._session()
+        self.respond(request)
+        if self.arguments.get("stopOnEntry"):
+            entry = session.program.functions[session.program.name].entry_pc
+            session._add_breakpoint("entry", (entry,), True, None)
+        self._start()
+
+    def _start(self) -> None:
+        session = self.session
+        session.launch(stdout=_Output(self))
+        self.say(f"[Launch of CUDA Kernel {session.kernels} ({session._kernel_title()}) on Device 0]")
+        self._report(session.engine.start(Plan("continue")))
+
+    def _session(self) -> DebugSession:
+        if self.session is None:
+            raise DebugError("Send 'launch' first.")
+        return self.session
+
+    # ---- running ----
+    def _report(self, event) -> None:
+        """Tell the client what a launch did; a stop the exception filters leave out runs on."""
+        session = self.session
+        self.references.clear()
+        while True:
+            kind, payload, engine = session.settle(event)
+            if kind != "stop":
+                break
+            stop = payload
+            if (stop.reason == "fault" and "fault" not in self.filters) or \
+                    (stop.reason == "check" and "check" not in self.filters):
+                event = session.engine.resume(Plan("continue"))
+                continue
+            body = {"reason": _REASONS.get(stop.reason, "step"), "threadId": session.focus_thread + 1,
+                    "allThreadsStopped": True, "preserveFocusHint": False}
+            if stop.reason == "breakpoint":
+                body["hitBreakpointIds"] = [stop.breakpoint.number]
+                if stop.breakpoint.spec == "entry":
+                    body["reason"] = "entry"
+            if stop.reason == "watch":
+                body["hitBreakpointIds"] = [stop.watch.watch.number]
+            if stop.reason in ("fault", "check"):
+                body["description"] = "Device fault" if stop.reason == "fault" else "--check finding"
+                body["text"] = stop.error.report if stop.reason == "fault" else stop.message
+                self.say(body["text"])
+            if stop.reason == "history-start":
+                body["description"] = "No more reverse-execution history."
+            if stop.message and stop.reason == "breakpoint":
+                self.say(stop.message)
+            self.event("stopped", body)
+            return
+        title = f"CUDA Kernel {session.kernels} ({session._kernel_title()}) on Device 0"
+        if kind == "finished":
+            self.say(f"[Termination of {title}]")
+            self.event("exited", {"exitCode": 0})
+        else:
+            if isinstance(payload, DeviceError):
+                if not (engine.fault_stop is not None and engine.fault_stop.error.cuda_error == payload.cuda_error):
+                    self.say(payload.report)
+                self.say(f"[Termination of {title} with {payload.cuda_error}]")
+            else:
+                self.say(str(payload))
+            self.event("exited", {"exitCode": 1})
+        self.event("terminated")
+
+    def _running(self, arguments) -> DebugSession:
+        session = self._session()
+        session._require_running()
+        if arguments.get("threadId"):
+            self._focus(int(arguments["threadId"]))
+        return session
+
+    def _go(self, request, arguments, mode: Optional[str] = None, reverse: Optional[str] = None) -> None:
+        session = self._running(arguments)
+        plan = session._plan(mode) if mode else Plan("continue")
+        self.respond(request, {"allThreadsContinued": True} if request["command"] == "continue" else None)
+        if reverse:
+            self._report(("stop", session.reverse(reverse)))
+        else:
+            self._report(session.engine.resume(plan))
+
+    def on_continue(self, request, arguments) -> None:
+        self._go(request, arguments)
+
+    def on_next(self, request, arguments) -> None:
+        self._go(request, arguments, "next")
+
+    def on_stepIn(self, request, arguments) -> None:
+        self._go(request, arguments, "step")
+
+    def on_stepOut(self, request, arguments) -> None:
+        self._go(request, arguments, "finish")
+
+    def on_stepBack(self, request, arguments) -> None:
+        self._go(request, arguments, reverse="reverse-step")
+
+    def on_reverseContinue(self, request, arguments) -> None:
+        self._go(request, arguments, reverse="reverse-continue")
+
+    def on_pause(self, request, arguments) -> None:
+        self.respond(request)
+
+    def on_disconnect(self, request, arguments) -> None:
+        if self.session is not None:
+            self.session._kill()
+        self.respond(request)
+        self.done = True
+
+    def on_terminate(self, request, arguments) -> None:
+        if self.session is not None and self.session.engine is not None:
+            self.session._kill()
+            self.respond(request)
+            self.event("terminated")
+        else:
+            self.respond(request)
+
+    # ---- looking ----
+    def _focus(self, thread_id: int) -> int:
+        session = self.session
+        thread = thread_id - 1
+        batch = session.batch
+        if batch is None or not 0 <= thread < batch.n or thread % batch.tpc_pad >= batch.tpc:
+            raise DebugError(f"No CUDA thread {thread_id}.")
+        session.focus_thread = thread
+        return thread
+
+    def on_threads(self, request, arguments) -> None:
+        self.respond(request, {"threads": threads(self._session())})
+
+    def on_stackTrace(self, request, arguments) -> None:
+        session = self._running(arguments)
+        thread = session.focus_thread
+        pc, state = session._thread_pc(thread)
+        if exited(state, pc):
+            self.respond(request, {"stackFrames": [], "totalFrames": 0})
+            return
+        frames = session.frames(thread)
+        result = []
+        for number, frame in enumerate(frames):
+            instr = session.program.instrs[frame.pc]
+            where = source_of(session, frame.source[0] if frame.source else None,
+                              frame.source[1] if frame.source else None, instr.line)
+            result.append({"id": thread * 256 + number + 1, "name": frame.name, "column": 1,
+                           "instructionPointerReference": f"{session.addresses.of(frame.pc):#x}", **where,
+                           **({"presentationHint": "subtle"} if frame.inlined else {})})
+        start = int(arguments.get("startFrame", 0))
+        levels = int(arguments.get("levels", 0)) or len(result)
+        self.respond(request, {"stackFrames": result[start:start + levels], "totalFrames": len(result)})
+
+    def _frame(self, frame_id: Optional[int]):
+        session = self._session()
+        session._require_running()
+        if frame_id:
+            self._focus(frame_id // 256 + 1)
+        return session, session.focus_thread
+
+    def on_scopes(self, request, arguments) -> None:
+        session, thread = self._frame(arguments.get("frameId"))
+        pc = session._focus_pc()
+        self.respond(request, {"scopes": scopes(session, self.references, thread, pc)})
+
+    def on_variables(self, request, arguments) -> None:
+        entries = self.references.children(int(arguments["variablesReference"]))
+        start, count = int(arguments.get("start", 0)), int(arguments.get("count", 0))
+        self.respond(request, {"variables": entries[start:start + count] if count else entries[start:]})
+
+    def on_evaluate(self, request, arguments) -> None:
+        session, _ = self._frame(arguments.get("frameId"))
+        expression = arguments.get("expression", "").strip()
+        value, shown = session._print_value(expression, None, None)
+        if isinstance(value, CValue):
+            entry = variable(self.references, expression, value, expression)
+            body = {"result": entry["value"], "variablesReference": entry["variablesReference"],
+                    "type": entry.get("type", "")}
+        else:
+            body = {"result": shown, "variablesReference": 0, "type": np.asarray(value).dtype.name}
+        if arguments.get("context") == "repl":
+            session.values.append(value)
+        self.respond(request, body)
+
+    def on_source(self, request, arguments) -> None:
+        self.respond(request, {"content": "\n".join(self._session().program.lines), "mimeType": "text/x-ptx"})
+
+    def on_exceptionInfo(self, request, arguments) -> None:
+        session = self._running(arguments)
+        pc = session._focus_pc()
+        self.respond(request, {"exceptionId": "device", "breakMode": "always",
+                               "description": source_text(session.program.instrs[pc]) or session.ptx_name})

@@ -1,0 +1,182 @@
+"""Source-level debugging: C variables from `nvcc -G`'s DWARF, inlined calls from `.loc ... inlined_at`, and the
+user's own line named first wherever gpuemu shows a line (stops, bt, info line, faults, --check, profile).
+
+Kernel: tests/debugbuild/blocksum.cu, checked in as blocksum.G.ptx (nvcc -G) and blocksum.lineinfo.ptx (nvcc
+-lineinfo -O3); expected values are computed here from the inputs with numpy."""
+import io
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from emulator.api import Device, Module
+from emulator.cli import build_parser
+from emulator.cli.debug import command_debug
+from emulator.frontend.ptx.parse import parse
+from emulator.runtime.faults import source_text, where
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "tests" / "debugbuild"
+LAUNCH = ["--kernel", "blocksum", "--grid", "1", "--block", "64", "--arg", "@tests/debugbuild/in.npy",
+          "--arg", "zeros:f32:1", "--arg", "@tests/debugbuild/pts.npy", "--arg", "i32:64", "--batch"]
+INPUT = np.load(BUILD / "in.npy")
+POINTS = np.load(BUILD / "pts.npy")
+
+
+def sum_of(thread):
+    """blocksum's `sum` for a thread: square(v) + scaled(&pts[t % 4], 2), in float32 as the kernel computes it."""
+    v = np.float32(INPUT[thread])
+    point = POINTS[thread % 4]
+    return np.float32(v * v) + np.float32(np.float32(point["x"]) * np.float32(2) + np.float32(point["y"]))
+
+
+def debug(ptx, script, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    options = build_parser().parse_args(["debug", str(ptx), *LAUNCH])
+    out = io.StringIO()
+    status = command_debug(options, stdin=io.StringIO(script), stdout=out, stderr=out)
+    return status, out.getvalue()
+
+
+def printed(transcript, number):
+    return re.search(rf"^\${number} = (.*)$", transcript, re.M).group(1)
+
+
+def test_c_locals_arguments_struct_fields_and_shared_arrays_by_c_and_ptx_name(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:28\nrun\ncuda thread (5,0,0)\n"
+                        "print sum\nprint/x i\nprint p->x\nprint *p\nprint pts[3].y\nprint n\nprint tile[ty][tx]\n"
+                        "ptype p\nwhatis tile\ninfo args\ninfo locals\n", monkeypatch)
+    assert status == 0, out
+    assert float(printed(out, 1)) == sum_of(5)
+    assert printed(out, 2) == "0x5"
+    assert float(printed(out, 3)) == POINTS[1]["x"]
+    assert printed(out, 4) == f"{{x = {POINTS[1]['x']:g}, y = {POINTS[1]['y']}}}"
+    assert printed(out, 5) == str(POINTS[3]["y"])
+    assert printed(out, 6) == "64"
+    assert printed(out, 7) == "0"      # tile is written on line 29, after this stop
+    assert "type = const struct Point {\n    float x;\n    int y;\n} *" in out
+    assert "type = @shared float [8][8]" in out
+    assert re.search(r"^in = \(@generic const float \*\) 0x[0-9a-f]+$", out, re.M)
+    assert re.search(r"^p = \(@generic const Point \*\) 0x[0-9a-f]+$", out, re.M)
+    assert f"\nsum = {sum_of(5):g}\n" in out
+
+
+def test_shared_array_element_by_c_name_and_ptx_name_after_the_barrier(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:33\nrun\nprint s[3]\n"
+                        "print _ZZ8blocksumPKfPfPK5PointiE1s[3]\nprint tile[2][5]\nprint &s[3]\ninfo locals\n",
+                        monkeypatch)
+    assert status == 0, out
+    assert float(printed(out, 1)) == float(printed(out, 2)) == sum_of(3)
+    assert float(printed(out, 3)) == INPUT[2 * 8 + 5]
+    assert printed(out, 4) == "(@shared float *) 0x40c"  # shared variables start after sm_90's reserved kilobyte
+    assert "\nk = <optimized out>\n" in out          # k's location list starts after the loop's first pc
+    assert "\ntotal = 0\n" in out
+
+
+def test_a_ptx_only_build_names_function_scope_shared_arrays(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    options = build_parser().parse_args(["debug", "examples/dot/dot.ptx", "--kernel", "dot", "--grid", "2", "--block",
+                                         "256", "--arg", "@examples/dot/inputs/a.npy", "--arg",
+                                         "@examples/dot/inputs/b.npy", "--arg", "zeros:f32:2", "--arg", "i32:8192",
+                                         "--batch"])
+    out = io.StringIO()
+    command_debug(options, stdin=io.StringIO("start\nprint _ZZ3dotPfS_S_iE5cache\n"), stdout=out, stderr=out)
+    assert "$1 = 1024\n" in out.getvalue(), out.getvalue()   # the first shared variable, after the reserved 1 KB
+
+
+def test_watch_on_a_c_element_reports_its_writer_and_value(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:28\nrun\ndelete 1\nwatch s[3]\ncontinue\n",
+                        monkeypatch)
+    assert "Hardware watchpoint 2: s[3]" in out
+    assert f"New value = {sum_of(3):g}" in out
+    assert "Written by block (0,0,0) thread (3,0,0)" in out
+
+
+def test_stepping_through_an_inlined_function_names_the_users_line_first_and_reverse_steps_back(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:8\nrun\nbt\nnext\nnext\nreverse-step\n"
+                        "reverse-step\nprint $pc\n", monkeypatch)
+    assert status == 0, out
+    assert "blocksum.cu:25   float sum = square(v);\n  inlined: square at blocksum.cu:8   float r = v * v;" in out
+    assert re.search(r"#0  square \(\) at blocksum.G.ptx:(\d+) \(blocksum.cu:8\) \[inlined\]\n"
+                     r"#1  blocksum<<<\(1,1,1\),\(64,1,1\)>>> \(\) at blocksum.G.ptx:\1 \(blocksum.cu:25\)", out)
+    stops = re.findall(r"^blocksum.G.ptx:(\d+)", out, re.M)
+    start = re.search(r"Breakpoint 1, .* at blocksum.G.ptx:(\d+)", out).group(1)
+    assert stops == [stops[0], stops[1], stops[0], start] and len({start, *stops}) == 3   # back to where it began
+    assert "  inlined: square at blocksum.cu:9   return r;" in out
+
+
+def test_header_code_inlined_by_nvcc_is_shown_at_the_users_line(monkeypatch):
+    status, out = debug(BUILD / "blocksum.lineinfo.ptx", "break blocksum.cu:35\nrun\nbt\ninfo line\n", monkeypatch)
+    assert status == 0, out
+    assert "blocksum.cu:35   atomicAdd(out, total);\n  inlined: atomicAdd at sm_20_atomic_functions.hpp:84" in out
+    assert "#0  atomicAdd () at" in out and "#1  blocksum<<<" in out
+    assert "(blocksum.cu:35, inlined: atomicAdd at sm_20_atomic_functions.hpp:84) is at address" in out
+
+
+NESTED = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry chain(.param .u64 x)
+{
+  .reg .f32 %f<4>;
+  .reg .b64 %rd<2>;
+  .loc 1 14 5
+  ld.param.u64 %rd1, [x];
+  ld.global.f32 %f1, [%rd1];
+  .loc 1 8 5, function_name $L__info_string0, inlined_at 1 14 5
+  .loc 1 3 5, function_name $L__info_string1, inlined_at 1 8 5
+  mul.f32 %f2, %f1, %f1;
+  .loc 1 9 5, function_name $L__info_string0, inlined_at 1 14 5
+  add.f32 %f3, %f2, %f2;
+  .loc 1 14 5
+  st.global.f32 [%rd1], %f3;
+  ret;
+}
+.file 1 "user.cu"
+.file 2 "header.hpp"
+.section .debug_str
+{
+$L__info_string0:
+.b8 95,90,53,111,117,116,101,114,102,0
+$L__info_string1:
+.b8 95,90,53,105,110,110,101,114,102,0
+}
+"""
+
+
+def test_nested_inlined_at_chains_are_followed_to_the_users_line():
+    program = Module(NESTED, "nested.ptx", Device()).kernel("chain").program
+    mul = next(instr for instr in program.instrs if instr.opcode.startswith("mul"))
+    add = next(instr for instr in program.instrs if instr.opcode.startswith("add"))
+    assert mul.source == ("user.cu", 3) and mul.user_source == ("user.cu", 14)
+    assert [(frame.function, frame.call) for frame in mul.inlined] == [("_Z5innerf", ("user.cu", 8)),
+                                                                        ("_Z5outerf", ("user.cu", 14))]
+    assert source_text(mul) == "user.cu:14, inlined: outer at user.cu:8, inner at user.cu:3"
+    assert source_text(add) == "user.cu:14, inlined: outer at user.cu:9"
+    assert where(program, add) == "nested.ptx:15 (user.cu:14, inlined: outer at user.cu:9)"
+    assert parse(NESTED).strings == (("$L__info_string0", "_Z5outerf"), ("$L__info_string1", "_Z5innerf"))
+
+
+def test_profile_attributes_header_code_to_the_users_line(monkeypatch, capsys):
+    from emulator.cli import main
+    monkeypatch.chdir(ROOT)
+    assert main(["profile", "tests/debugbuild/blocksum.lineinfo.ptx", *LAUNCH[:-1]]) == 0
+    listing = capsys.readouterr().out
+    assert "// blocksum.cu:35  atomicAdd(out, total);" in listing
+    assert "sm_20_atomic_functions.hpp:84  " not in listing
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_a_fresh_nvcc_G_build_debugs_like_the_checked_in_one(tmp_path, monkeypatch):
+    source = tmp_path / "blocksum.cu"
+    shutil.copy(BUILD / "blocksum.cu", source)
+    subprocess.run(["nvcc", "-G", "-ptx", "-arch=sm_90", str(source), "-o", str(tmp_path / "fresh.ptx")],
+                   check=True, capture_output=True, timeout=120)
+    status, out = debug(tmp_path / "fresh.ptx", "break blocksum.cu:33\nrun\nprint s[5]\nprint pts[2].x\n",
+                        monkeypatch)
+    assert status == 0, out
+    assert float(printed(out, 1)) == sum_of(5)
+    assert float(printed(out, 2)) == POINTS[2]["x"]
