@@ -30,8 +30,6 @@ def add_command(commands) -> None:
 
 
 def command_run(options) -> int:
-    from emulator.machine.observe import combine
-    from emulator.runtime.launch import DEFAULT_MAX_STEPS
     from emulator.runtime.names import plain_name
     module, kernel, args, grid, block = prepare_launch(options)
     if options.out:
@@ -40,8 +38,7 @@ def command_run(options) -> int:
         check_output_path(options.json, "--json")
     outputs = options.outputs = RunOutputs(options.out)
     try:
-        return _run(options, module, kernel, args, grid, block, outputs, plain_name(kernel.name),
-                    options.max_steps or DEFAULT_MAX_STEPS, combine)
+        return _run(options, module, kernel, args, grid, block, outputs, plain_name(kernel.name))
     except DeviceError as error:
         trace = (options.trace,) if getattr(options, "trace", None) else ()
         outputs.abort(keep=trace)
@@ -57,7 +54,10 @@ def command_run(options) -> int:
         raise
 
 
-def _run(options, module, kernel, args, grid, block, outputs: RunOutputs, name: str, max_steps: int, combine) -> int:
+def _run(options, module, kernel, args, grid, block, outputs: RunOutputs, name: str) -> int:
+    """Launch with the features' observers, then stage the buffers and the report and commit them together."""
+    from emulator.machine.observe import combine
+    from emulator.runtime.launch import DEFAULT_MAX_STEPS
     attached = []
     policy = None
     for feature in FEATURES:
@@ -66,7 +66,7 @@ def _run(options, module, kernel, args, grid, block, outputs: RunOutputs, name: 
             attached.append((feature, observer))
         policy = policy or feature.policy_for(options)
     with Progress(name, "CTA", quiet=options.quiet) as progress:
-        stats = kernel.launch(grid, block, args, options.shared, max_steps=max_steps,
+        stats = kernel.launch(grid, block, args, options.shared, max_steps=options.max_steps or DEFAULT_MAX_STEPS,
                               max_dynamic_shared=options.max_dynamic_shared,
                               observer=combine(*(observer for _, observer in attached)), policy=policy,
                               progress=progress, move_arguments=True)
