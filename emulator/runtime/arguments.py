@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reprlib
 import warnings
-from typing import Dict, List, Tuple
+from typing import Dict, List, Set, Tuple
 
 import numpy as np
 
@@ -88,10 +88,13 @@ class HostRegion:
         self.pointers = pointers
         self.nbytes = nbytes
         self.address = 0
+        #: chunk starts of a region of one array whose bytes were all zero when copied in
+        self.zero_chunks: Set[int] = set()
 
     def copy_in(self, memory: Memory, *, move: bool = False) -> None:
-        """Allocate the region and copy each array in, COPY_CHUNK bytes at a time; with move, the pages of a
-        writable array that alone makes up the region are given back as they are copied (copy_back refills it)."""
+        """Allocate the region (zero-filled) and copy each array in, COPY_CHUNK bytes at a time, skipping chunks
+        that are all zeros; with move, the pages of a writable array that alone makes up the region are given back
+        as they are copied (copy_back refills them)."""
         self.address = memory.alloc(max(self.nbytes, 1), name=f"arg{min(self.pointers)}")
         alone = len(self.views) == 1
         for array, offset in self.views:
@@ -103,6 +106,10 @@ class HostRegion:
             give_back = move and alone and array.flags.writeable
             for start in range(0, flat.size, COPY_CHUNK):
                 piece = flat[start:start + COPY_CHUNK]
+                if not piece.any():
+                    if alone:
+                        self.zero_chunks.add(start)
+                    continue
                 memory.write(self.address + offset + start, piece)
                 if give_back:
                     release_pages(piece)
@@ -110,7 +117,8 @@ class HostRegion:
     def copy_back(self, memory: Memory) -> None:
         """Write the device bytes back into each writable array, in its own layout and byte order. A region of one
         array goes back COPY_CHUNK bytes at a time, each chunk's device pages given back once copied (the region
-        is freed next), so the copy never holds the data twice."""
+        is freed next), so the copy never holds the data twice; a chunk that was zeros and still is stays as it
+        is (its host pages untouched)."""
         alone = len(self.views) == 1
         for array, offset in self.views:
             if not (array.nbytes and array.flags.writeable):
@@ -122,7 +130,9 @@ class HostRegion:
                 continue
             for start in range(0, flat.size, COPY_CHUNK):
                 end = min(start + COPY_CHUNK, flat.size)
-                flat[start:end] = memory.view(self.address + offset + start, end - start)
+                device = memory.view(self.address + offset + start, end - start)
+                if not (start in self.zero_chunks and not device.any()):
+                    flat[start:end] = device
                 if alone:
                     memory.release(self.address + offset + start, end - start)
 
