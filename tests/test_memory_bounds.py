@@ -116,8 +116,9 @@ def _peak_rss(*args) -> int:
 
 @pytest.mark.parametrize("source", ["file", "zeros"])
 def test_a_large_buffer_peaks_at_most_one_and_a_half_times_its_size(tmp_path, source):
-    """The buffer's bytes, less the run's own footprint (the same run with a 32-element buffer), stay within 1.5x the
-    buffer: no second copy on the way in, none on the way back, none for the output file."""
+    """The peak, less the run's own footprint (the same run with a 32-element buffer), stays within 1.5x the
+    buffer: no second copy on the way in, none on the way back, none for the output file; a buffer of zeros the
+    kernel barely touches costs little at all."""
     n = 96 * MiB // 4
     data = n * 4
     if source == "file":
@@ -134,3 +135,5 @@ def test_a_large_buffer_peaks_at_most_one_and_a_half_times_its_size(tmp_path, so
     peak = run(big, tmp_path / "big")
     assert np.load(tmp_path / "big" / "arg0.npy", mmap_mode="r").shape == (n,)
     assert peak - baseline <= 1.5 * data, f"peak {peak:,} - baseline {baseline:,} > 1.5 x {data:,}"
+    if source == "zeros":  # chunks of zeros are neither copied in nor, still zero, copied back
+        assert peak - baseline <= 0.25 * data, f"peak {peak:,} - baseline {baseline:,} > 0.25 x {data:,}"
