@@ -92,6 +92,15 @@ def test_cache_open_to_others_is_refused_with_one_warning(cache_dir, capsys):
     assert list(cache_dir.iterdir()) == []
 
 
+def test_cache_only_others_can_read_is_made_private_and_used(cache_dir, capsys):
+    cache_dir.mkdir(mode=0o700)
+    os.chmod(cache_dir, 0o755)
+    parse_cached(PTX, "k.ptx")
+    assert (cache_dir.stat().st_mode & 0o777) == 0o700
+    assert "cache off" not in capsys.readouterr().err
+    assert any(cache_dir.iterdir())
+
+
 def test_cache_below_a_directory_others_can_change_is_refused(tmp_path, monkeypatch, capsys):
     shared = tmp_path / "shared"
     shared.mkdir()

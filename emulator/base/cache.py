@@ -73,7 +73,7 @@ def _private_directory(directory: Path) -> Optional[Path]:
     if info.st_uid != os.getuid():
         _warn_once(directory, "is owned by another user")
         return None
-    if info.st_mode & 0o077:
+    if info.st_mode & 0o077 and not (info.st_mode & 0o022 == 0 and _tighten(directory)):
         _warn_once(directory, f"is open to group or others (mode {stat.S_IMODE(info.st_mode):o}; chmod 700 it)")
         return None
     problem = _unsafe_ancestor(directory)
@@ -81,6 +81,16 @@ def _private_directory(directory: Path) -> Optional[Path]:
         _warn_once(directory, problem)
         return None
     return directory
+
+
+def _tighten(directory: Path) -> bool:
+    """Make a directory only others could read (as earlier gpuemu versions created the cache) private; whether it now is.
+    Nobody else could have written into it, and every entry read back must carry this user's signature anyway."""
+    try:
+        os.chmod(directory, 0o700, follow_symlinks=False)
+    except (OSError, NotImplementedError):
+        return False
+    return True
 
 
 def _make(directory: Path) -> bool:

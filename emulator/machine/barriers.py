@@ -21,6 +21,8 @@ class Barriers:
         self.batch = batch
         #: (barrier, released threads) of each release the last complete() made
         self.released_by_barrier = []
+        #: whether some warp has lanes waiting at bar.warp.sync (an exit may then complete it)
+        self.warp_syncs_pending = False
 
     def bind(self, instr: ir.Instr):
         batch = self.batch
@@ -113,6 +115,7 @@ class Barriers:
             warps = lanes >> 5
             np.bitwise_or.at(batch.warp_sync_arrived, warps, own)
             np.bitwise_or.at(batch.warp_sync_mask, warps, masks | own)
+            self.warp_syncs_pending = True
             batch.status[sel] = AT_BARRIER
             batch.bar_wait[sel] = WARP_SYNC
             batch.resume_pc[sel] = pc + 1
@@ -140,6 +143,7 @@ class Barriers:
         waiting = done_lanes[(batch.status[done_lanes] == AT_BARRIER) & (batch.bar_wait[done_lanes] == WARP_SYNC)]
         batch.warp_sync_arrived[done] = 0
         batch.warp_sync_mask[done] = 0
+        self.warp_syncs_pending = bool(batch.warp_sync_mask.any())
         batch.status[waiting] = RUNNING
         batch.bar_wait[waiting] = -1
         batch.rpc[waiting] = batch.resume_pc[waiting]

@@ -401,7 +401,8 @@ class Batch:
         gone = np.bincount(ctas, minlength=self.n_ctas)
         self.live -= gone
         self.barriers.complete(np.flatnonzero(gone))
-        self.barriers.complete_warp_syncs(np.unique(lanes_of(exiting, self.n) >> 5))
+        if self.barriers.warp_syncs_pending:
+            self.barriers.complete_warp_syncs(np.unique(lanes_of(exiting, self.n) >> 5))
         if self.observer is not None:
             for bar, released in self.barriers.released_by_barrier:
                 self.observer.barrier(self, self.program.instrs[self._current_pc], _NONE, bar, released)
