@@ -100,6 +100,14 @@ def test_infinite_loop_stops_at_step_limit_with_location(module):
     assert info.value.cuda_error == "GPUEMU_STEP_LIMIT" and "machine.ptx:" in str(info.value)
 
 
+def test_step_limit_message_names_the_limit_given_when_earlier_batches_used_part_of_it(module):
+    out = np.zeros(128, np.int32)
+    with pytest.raises(DeviceError) as info:
+        module.kernel("call_collatz").launch(2, 64, [out, np.int32(1)], max_steps=2500, batch_bytes=1)
+    assert info.value.cuda_error == "GPUEMU_STEP_LIMIT"
+    assert "ran more than 2500 scheduler steps" in str(info.value)
+
+
 def test_barrier_that_can_never_complete_is_a_reported_deadlock(module):
     out = np.zeros(128, np.int32)
     with pytest.raises(DeviceError) as info:

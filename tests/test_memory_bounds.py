@@ -137,3 +137,19 @@ def test_a_large_buffer_peaks_at_most_one_and_a_half_times_its_size(tmp_path, so
     assert peak - baseline <= 1.5 * data, f"peak {peak:,} - baseline {baseline:,} > 1.5 x {data:,}"
     if source == "zeros":  # chunks of zeros are neither copied in nor, still zero, copied back
         assert peak - baseline <= 0.25 * data, f"peak {peak:,} - baseline {baseline:,} > 0.25 x {data:,}"
+
+
+@pytest.mark.parametrize("count", [1 << 40, 1 << 63])
+def test_zeros_argument_over_the_limit_is_refused_before_it_is_made(count):
+    result = gpuemu("run", SCALE, "--kernel", "scale", "--grid", 1, "--block", 32, "--max-memory", "1G",
+                    "--arg", f"zeros:f32:{count}", "--arg", "zeros:f32:32", "--arg", "u32:32")
+    assert result.returncode == 3
+    assert result.stderr.startswith(f"gpuemu: error: CUDA_ERROR_OUT_OF_MEMORY: argument 'zeros:f32:{count}' needs "
+                                    f"about {budget.format_size(4 * count)} of host memory")
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_a_program_that_is_not_a_regular_file_is_refused_without_reading_it():
+    result = gpuemu("run", "/dev/zero", "--kernel", "k", "--grid", 1, "--block", 1)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "gpuemu: error: /dev/zero: not a regular file"

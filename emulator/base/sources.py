@@ -7,9 +7,30 @@ passed, sits directly in the PTX's directory, or lies below a source directory."
 from __future__ import annotations
 
 import os
+import stat
 from typing import Dict, List, Optional, Sequence
 
+from emulator.base.errors import UsageError
 from emulator.base.text import printable
+
+#: the largest program file gpuemu reads (nvcc's PTX for a whole library is tens of megabytes)
+MAX_PROGRAM_BYTES = 1 << 30
+
+
+def read_program(path: str, what: str = "it") -> str:
+    """The text of a PTX/SASS file the user named: a regular file of at most MAX_PROGRAM_BYTES (a device such as
+    /dev/zero or a pipe would be read without end), undecodable bytes replaced."""
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise UsageError(f"{printable(path)}: not a regular file")
+            data = handle.read(MAX_PROGRAM_BYTES + 1)
+    except OSError as error:
+        raise UsageError(f"{printable(path)}: cannot read {what} ({error.strerror or error})") from None
+    if len(data) > MAX_PROGRAM_BYTES:
+        raise UsageError(f"{printable(path)}: larger than {MAX_PROGRAM_BYTES >> 20} MiB, too large for a program")
+    return data.decode("utf-8", errors="replace")
 
 
 class SourceFiles:

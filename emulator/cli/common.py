@@ -12,6 +12,7 @@ from typing import Optional
 import numpy as np
 
 from emulator.base.errors import UsageError
+from emulator.base.sources import read_program
 from emulator.frontend import cuda
 from emulator.runtime.spec import default_arguments, parse_arg
 
@@ -208,8 +209,7 @@ def prepare_launch(options, stdout=None):
     if cuda.is_cuda_path(options.file):
         text, name = cuda.compile_file(options.file, arch=getattr(options, "arch", None)), cuda.ptx_name(options.file)
     else:
-        with open(options.file, encoding="utf-8", errors="replace") as handle:
-            text, name = handle.read(), options.file
+        text, name = read_program(options.file), options.file
     module = Module(text, name, device)
     module.contract = not getattr(options, "no_contract", False)
     kernel = module.kernel(options.kernel)
@@ -221,7 +221,7 @@ def prepare_launch(options, stdout=None):
     grid = parse_dims(options.grid, "--grid")
     block = parse_dims(options.block, "--block")
     if options.arg or not kernel.params:
-        args = [parse_arg(spec, lazy=True) for spec in options.arg]
+        args = [parse_arg(spec, lazy=True, max_memory=device.max_memory) for spec in options.arg]
     else:
         args, note = default_arguments(kernel.params, grid, block)
         print(f"gpuemu: {note}", file=sys.stderr)

@@ -6,6 +6,7 @@ import os
 import sys
 
 from emulator.base.errors import GpuemuError, UsageError
+from emulator.base.sources import read_program
 from emulator.cli.common import add_launch_arguments
 from emulator.debug.commands import Session
 from emulator.debug.repl import converse
@@ -54,11 +55,7 @@ def command_debug(options, stdin=None, stdout=None, stderr=None) -> int:
     stderr = stderr if stderr is not None else sys.stderr
     scripts = []
     for path in options.scripts:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                scripts.append(handle.read().splitlines())
-        except OSError as error:
-            raise UsageError(f"{path}: cannot read the command file ({error.strerror})") from None
+        scripts.append(read_program(path, "the command file").splitlines())
     try:
         session = Session(options, stdout, stderr)
     except (GpuemuError, MemoryError, OSError):

@@ -6,6 +6,7 @@ import sys
 from typing import Optional
 
 from emulator.base.errors import UsageError
+from emulator.base.sources import read_program
 from emulator.cli.common import RunFeature
 from emulator.observers.trace import TraceFilter, TraceWriter, diff_traces, trace_header
 
@@ -24,8 +25,7 @@ class TraceFeature(RunFeature):
                 raise UsageError("--trace-filter needs --trace FILE")
             return None
         trace_filter = TraceFilter(options.trace_filter)
-        with open(options.file, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
+        text = read_program(options.file)
         header = trace_header(options.file, text, args=options.arg, schedule=getattr(options, "schedule", "lockstep"),
                               seed=getattr(options, "seed", None))
         directory = os.path.dirname(os.path.abspath(options.trace))

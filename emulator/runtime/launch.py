@@ -14,7 +14,7 @@ from emulator.frontend.sass.program import SassProgram
 from emulator.ir.uniform import uniform_registers
 from emulator.machine.batch import Batch, BatchLayout
 from emulator.machine.config import LaunchConfig
-from emulator.machine.stops import MachineStop
+from emulator.machine.stops import MachineStop, StepLimit
 from emulator.runtime import budget
 from emulator.runtime.arguments import Parameters, describe_value, is_integer
 from emulator.runtime.faults import render, where
@@ -228,6 +228,8 @@ class Launch:
             try:
                 batch.run(remaining)
             except MachineStop as stop:
+                if isinstance(stop, StepLimit):
+                    stop = StepLimit(stop.instr, max_steps)
                 error = render(stop, self.program, self.arch)
                 self._notify_failure(error)
                 raise error from None

@@ -11,14 +11,15 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import PTXSemanticError, PTXSyntaxError, UsageError
+from emulator.base.sources import read_program
 from emulator.frontend import cuda
 from emulator.frontend.ptx import syntax as S
 from emulator.frontend.ptx.cache import parse_cached
 from emulator.frontend.ptx.lower import immediate_problem, lower_kernel, variable_align, variable_size
 from emulator.frontend.sass import looks_like_sass
 from emulator.frontend.sass.lower import lower_function
-from emulator.frontend.sass.program import SassProgram
 from emulator.frontend.sass.parse import parse_listing
+from emulator.frontend.sass.program import SassProgram
 from emulator.machine.operands import immediate
 from emulator.machine.sass import BANK_BYTES
 from emulator.memory import Memory
@@ -318,12 +319,7 @@ def _read(source, device: Optional[Device], language: Optional[str], options: Se
             raise UsageError(f"{path}: no such file")
         if language == "cuda" or (language is None and cuda.is_cuda_path(path)):
             return load_cuda(path, device=device, options=options, from_file=True)
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError as error:
-            raise UsageError(f"{path}: cannot read it ({error.strerror or error})") from None
-        return Module(text, path, device)
+        return Module(read_program(path), path, device)
     if not isinstance(source, str):
         raise UsageError(f"load() takes a path, PTX text or UTF-8 bytes, not {describe_value(source)}")
     if language == "cuda":

@@ -12,6 +12,7 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import UsageError
+from emulator.runtime import budget
 from isa.types import TYPES
 
 DTYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
@@ -67,10 +68,11 @@ def _scalar(dtype: np.dtype, text: str, spec: str):
     return dtype.type(value)
 
 
-def parse_arg(spec: str, base_dir: str = ".", *, lazy: bool = False):
+def parse_arg(spec: str, base_dir: str = ".", *, lazy: bool = False, max_memory=None):
     """`@file.npy` → array, `zeros:f32:1024` → array, `i32:5` → numpy scalar, `bytes:0100ff00` → np.void
     (by-value bytes for a struct or array parameter). lazy: a .npy file is mapped copy-on-write rather than read,
-    so its pages are read when the launch copies them (and a refused launch reads nothing)."""
+    so its pages are read when the launch copies them (and a refused launch reads nothing). A zeros: array larger
+    than max_memory (by default a share of the available memory, see budget) is refused before it is made."""
     if spec.startswith("@"):
         path = os.path.join(base_dir, spec[1:])
         try:
@@ -97,6 +99,7 @@ def parse_arg(spec: str, base_dir: str = ".", *, lazy: bool = False):
             raise UsageError(f"count '{parts[2]}' in '{spec}' is not an integer") from None
         if count < 0:
             raise UsageError(f"negative count in '{spec}'")
+        budget.check({f"'{spec}'": count * dtype.itemsize}, max_memory, 0, f"argument '{spec}'")
         return np.zeros(count, dtype=dtype)
     if len(parts) != 2:
         raise UsageError(f"'{spec}' is not @file.npy, zeros:DTYPE:COUNT, DTYPE:VALUE or bytes:HEX")
