@@ -288,27 +288,39 @@ def test_empty_lines_repeat_and_unambiguous_prefixes_resolve(monkeypatch):
 
 # ---- a real terminal -----------------------------------------------------------------------------------
 
+def _at_prompt(child) -> None:
+    """Wait for the prompt and for the line editor to take the terminal (echo off): keys sent before that reach
+    a cooked terminal and may be dropped when it switches to raw mode, which on a loaded machine can take long."""
+    child.expect_exact("(gpuemu)")
+    assert child.waitnoecho(timeout=60)
+
+
 def test_terminal_session_has_a_prompt_completion_and_history():
     pexpect = pytest.importorskip("pexpect")
     env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", PYTHONPATH=str(ROOT))
     child = pexpect.spawn(sys.executable, ["-m", "emulator", "debug", *DOT_ARGS], cwd=str(ROOT), env=env,
-                          encoding="utf-8", timeout=30, dimensions=(40, 120))
+                          encoding="utf-8", timeout=60, dimensions=(40, 120))
     try:
-        child.expect_exact("(gpuemu)")
-        child.send("bre\t")                      # completes to "break "
-        child.expect_exact("break")
+        _at_prompt(child)
+        child.send("bre\t")                      # completes to "break " (drawn as "bre", then "ak")
+        child.expect_exact("ak")
         child.send("74\r")
         child.expect_exact("Breakpoint 1 at 0x1d0: file dot.ptx, line 74.")
+        _at_prompt(child)
         child.send("run\r")
         child.expect_exact("Breakpoint 1, dot<<<(2,1,1),(256,1,1)>>> at dot.ptx:74")
+        _at_prompt(child)
         child.send("print %tid.x\r")
         child.expect_exact("$1 = 0")
+        _at_prompt(child)
         child.send("\x1b[A")                     # up arrow: the last command again
         child.expect_exact("print %tid.x")
         child.send("\r")
         child.expect_exact("$2 = 0")
+        _at_prompt(child)
         child.send("info cuda wa\t\r")           # completes to "info cuda warps "
         child.expect_exact("Wp Active Lanes Mask")
+        _at_prompt(child)
         child.send("quit\r")
         child.expect(pexpect.EOF)
     finally:
@@ -316,23 +328,44 @@ def test_terminal_session_has_a_prompt_completion_and_history():
     assert child.exitstatus == 0
 
 
-def test_ctrl_c_interrupts_a_kernel_that_never_ends():
+COUNTING = """
+.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry counting()
+{
+    .reg .b32 %r<2>;
+    .reg .pred %p<2>;
+    mov.u32 %r1, 0;
+$L1:
+    add.s32 %r1, %r1, 1;
+    setp.ne.s32 %p1, %r1, -5;
+    @%p1 bra $L1;
+    ret;
+}
+"""
+
+
+def test_ctrl_c_interrupts_a_kernel_that_never_ends(tmp_path):
+    # the loop changes its counter every turn, so it is no livelock: only the interrupt stops it
     pexpect = pytest.importorskip("pexpect")
+    (tmp_path / "counting.ptx").write_text(COUNTING)
     env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", PYTHONPATH=str(ROOT))
-    child = pexpect.spawn(sys.executable, ["-m", "emulator", "debug", "tests/kernels/machine.ptx", "--kernel",
-                                           "forever", "--grid", "1", "--block", "32", "--arg", "zeros:i32:1",
-                                           "--max-steps", "1000000000"],
-                          cwd=str(ROOT), env=env, encoding="utf-8", timeout=30, dimensions=(40, 120))
+    child = pexpect.spawn(sys.executable, ["-m", "emulator", "debug", str(tmp_path / "counting.ptx"), "--kernel",
+                                           "counting", "--grid", "1", "--block", "32", "--max-steps", "1000000000"],
+                          cwd=str(ROOT), env=env, encoding="utf-8", timeout=60, dimensions=(40, 120))
     try:
-        child.expect_exact("(gpuemu)")
+        _at_prompt(child)
         child.send("run\r")
         child.expect_exact("[Launch of CUDA Kernel 1")
         time.sleep(0.5)
         child.sendintr()
         child.expect_exact("Program received signal SIGINT, Interrupt.")
-        child.expect_exact("forever<<<(1,1,1),(32,1,1)>>> at machine.ptx:")
+        child.expect_exact("counting<<<(1,1,1),(32,1,1)>>> at counting.ptx:")
+        _at_prompt(child)
         child.send("kill\r")
         child.expect_exact("killed]")
+        _at_prompt(child)
         child.send("quit\r")
         child.expect(pexpect.EOF)
     finally:

@@ -377,8 +377,9 @@ class Engine:
 
     def start(self, plan: Plan):
         self.plan = plan
-        self._thread.start()
-        return self._wait()
+        with _interrupts_as_flag(self):
+            self._thread.start()
+            return self._wait()
 
     def current(self) -> Tuple[Optional[int], Any]:
         """(pc, threads) of the step the batch sits before: a recorded one while replaying, else the paused one."""
@@ -403,8 +404,9 @@ class Engine:
                 stop = self.check(self.batch, self.paused_pc, self.paused_sel)
                 if stop is not None:
                     return ("stop", stop)
-        self._commands.put("resume")
-        return self._wait()
+        with _interrupts_as_flag(self):
+            self._commands.put("resume")
+            return self._wait()
 
     def kill(self) -> None:
         if self._thread.is_alive():
@@ -490,7 +492,8 @@ def watch_mask(watch: Watchpoint, batch, space: str, addresses, threads, width: 
 
 
 class _interrupts_as_flag:
-    """While replaying in the main thread, Ctrl-C sets the engine's interrupt flag instead of raising."""
+    """While the kernel runs or is replayed, Ctrl-C in the main thread sets the engine's interrupt flag instead of
+    raising (a KeyboardInterrupt between starting the worker and waiting for it would lose the stop)."""
 
     def __init__(self, engine: Engine):
         self.engine = engine
