@@ -8,6 +8,7 @@ from emulator import ir
 from emulator.base.errors import PTXSemanticError
 from emulator.frontend.ptx import syntax as S
 from emulator.ir.contract import contract as contract_products
+from emulator.ir.fold import fold_constants
 from isa.table import DecodeError, decode
 from isa.types import TYPES, storage_dtype
 
@@ -503,7 +504,8 @@ class KernelLowering:
 
 def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, ir.SymbolInfo],
                  contract: bool = True) -> ir.Program:
-    """The kernel's program; contract: make the FMA contractions ptxas makes (emulator.contract)."""
+    """The kernel's program with ptxas's folds of approximate instructions on constants (emulator.ir.fold);
+    contract: make the FMA contractions ptxas makes (emulator.ir.contract)."""
     kernel = next((fn for fn in module.functions if fn.name == kernel_name and fn.kind == "entry"), None)
     if kernel is None:
         raise KeyError(kernel_name)
@@ -511,7 +513,9 @@ def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, i
         raise PTXSemanticError(module.source_name, kernel.pos.line, kernel.pos.col,
                                f"kernel '{kernel_name}' has no body")
     program = KernelLowering(module, kernel, module_symbols).lower()
-    return contract_products(program, module.target) if contract else program
+    if not contract:
+        return program
+    return contract_products(fold_constants(program, module.target), module.target)
 
 
 def _source_location(module: S.Module, loc: S.SourceLoc, scopes):
