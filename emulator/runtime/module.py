@@ -14,10 +14,11 @@ from emulator.base.errors import PTXSemanticError, UsageError
 from emulator.frontend import cuda
 from emulator.frontend.ptx import syntax as S
 from emulator.frontend.ptx.cache import parse_cached
-from emulator.frontend.ptx.lower import lower_kernel, variable_align, variable_size
+from emulator.frontend.ptx.lower import function_symbols, lower_kernel, variable_align, variable_size
 from emulator.frontend.sass import looks_like_sass
 from emulator.frontend.sass.lower import lower_function
 from emulator.frontend.sass.program import SassProgram
+from emulator.machine.calls import DEFAULT_STACK_BYTES
 from emulator.frontend.sass.parse import parse_listing
 from emulator.machine.operands import immediate
 from emulator.machine.sass import BANK_BYTES
@@ -44,6 +45,8 @@ class Device:
         self.launches = 0
         self.arch = arch_number(arch)
         self.spin_limit = int(spin_limit)
+        #: per-thread stack for recursive functions' frames (cudaDeviceSetLimit(cudaLimitStackSize, ...))
+        self.stack_bytes = DEFAULT_STACK_BYTES
 
     def write_stdout(self, text: str) -> None:
         stream = self.stdout if self.stdout is not None else sys.stdout
@@ -75,6 +78,7 @@ class Module:
     # ---- variables ----
     def _load_variables(self) -> None:
         memory = self.device.memory
+        self.symbols.update(function_symbols(self.syntax))
         const_decls = [d for d in self.syntax.variables if d.space == "const"]
         offset = 0
         for decl in const_decls:
