@@ -468,7 +468,7 @@ def _szext(d):
 CVT_TYPES = INT_TYPES + FLOATS + ("f16", "bf16", "tf32", "f16x2", "bf16x2", "e4m3x2", "e5m2x2", "u4", "s4", "u2", "s2")
 PACKED_HALVES = ("u16x2", "s16x2")
 MMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s32", "e4m3", "e5m2")
-WMMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64")
+WMMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "u8", "s8", "s32")
 WGMMA_INPUTS = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")
 FLOAT_ALL = FLOATS + HALVES
 MEM_TYPES = INT_TYPES + FLOATS + ("f16", "f16x2", "bf16", "bf16x2")

@@ -17,9 +17,9 @@ from emulator.machine.operands import AddressPlan, access, guarded, reader, writ
 from emulator.machine.registry import builds
 from emulator.memory import DeviceFault
 from isa import memory as memory_semantics
-from isa.tensor import (WMMA_SHAPES, element_bytes, element_values, fma_chain, fragment_layout, fragments_matrix,
-                        matrix_fragments, mbarrier_pack, mbarrier_settle, mbarrier_unpack, tensor_core_sum, wmma_dims,
-                        wmma_slots, wmma_words)
+from isa.tensor import (ELEMENTS_PER_WORD, WMMA_SHAPES, element_bytes, element_values, fma_chain, fragment_layout,
+                        fragments_matrix, integer_mma, matrix_fragments, mbarrier_pack, mbarrier_settle,
+                        mbarrier_unpack, tensor_core_sum, wmma_dims, wmma_slots, wmma_words)
 
 # ---- cp.async ---------------------------------------------------------------------------------------
 
@@ -303,14 +303,18 @@ def build_wmma(batch, instr: ir.Instr):
         take = wanted[threads]
         if op == "load":
             raw = access(batch, instr, "load", space, addresses.reshape(-1), owners, size)
-            values = element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
-                len(warps), elements), kind) if kind not in ("f16", "bf16") else None
+            if size == 1:
+                octets = raw.reshape(len(warps), elements)
+                values = (octets.view(np.int8) if kind == "s8" else octets).astype(np.float64)
+            elif kind not in ("f16", "bf16"):
+                values = element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
+                    len(warps), elements), kind)
             if kind in ("f16", "bf16"):
                 bits = raw.view(np.uint16).reshape(len(warps), elements)
                 values = (bits.view(np.float16).astype(np.float64) if kind == "f16"
                           else (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64))
             per_thread = values.reshape(len(warps) * 32, per_lane)
-            slots = len(registers) * (2 if kind in ("f16", "bf16") else 1)
+            slots = len(registers) * ELEMENTS_PER_WORD.get(kind, 1)
             filled = np.tile(per_thread, (1, slots // per_lane))
             words = wmma_words(filled, kind, len(registers))
             for index, write in enumerate(writes):
@@ -324,6 +328,8 @@ def build_wmma(batch, instr: ir.Instr):
                 raw = raw.reshape(-1)
             elif kind == "f64":
                 raw = values.reshape(-1).astype(np.float64)
+            elif kind == "s32":
+                raw = values.reshape(-1).astype(np.int64).astype(np.int32)
             else:
                 raw = values.reshape(-1).astype(np.float32)
             targets = addresses.reshape(-1)
@@ -356,9 +362,12 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
         a = gather(a_read, threads, input_kind, m * k // 32).reshape(-1, m, k)
         b = gather(b_read, threads, input_kind, k * n // 32).reshape(-1, k, n)
         c = gather(c_read, threads, ctype, m * n // 32).reshape(-1, m, n)
-        d = tensor_core_sum(a, b.swapaxes(1, 2), c, input_kind, dtype).astype(np.float64)
+        if dtype == "s32":
+            d = integer_mma(a, b.swapaxes(1, 2), c, decoded.has("satfinite"))
+        else:
+            d = tensor_core_sum(a, b.swapaxes(1, 2), c, input_kind, dtype).astype(np.float64)
         d = d.reshape(len(warps) * 32, m * n // 32)
-        slots = len(d_write) * (2 if dtype in ("f16", "bf16") else 1)
+        slots = len(d_write) * ELEMENTS_PER_WORD.get(dtype, 1)
         words = wmma_words(np.tile(d, (1, slots // d.shape[1])), dtype, len(d_write))
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
