@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -336,7 +335,7 @@ class Context:
             if binary.ptx is None:
                 try:
                     entry = fatbin.choose_ptx(binary.entries, self.properties.arch_number, binary.name)
-                    binary.ptx = loadable_ptx(entry.text())
+                    binary.ptx = entry.text()
                 except fatbin.FatbinError as error:
                     raise CudaError(codes.NO_KERNEL_IMAGE, str(error)) from None
             try:
@@ -465,18 +464,6 @@ class Context:
             for start, end in zip(starts.tolist(), ends.tolist()):
                 write_host(mirror.host + start, after[start:end])
         self.snapshots = {}
-
-
-def loadable_ptx(text: str) -> str:
-    """PTX as gpuemu's parser takes it, every line and column where it was: `.attribute(.managed)` (a __managed__
-    variable, which the runtime mirrors on the host itself) blanked out, and PTX's predefined constant WARP_SZ
-    (nvcc's `warpSize`) written as its value, 32."""
-    text = MANAGED_ATTRIBUTE.sub(lambda match: " " * len(match.group(0)), text)
-    return WARP_SIZE_CONSTANT.sub("32     ", text)
-
-
-MANAGED_ATTRIBUTE = re.compile(r"\.attribute\s*\(\s*\.managed\s*\)")
-WARP_SIZE_CONSTANT = re.compile(r"\bWARP_SZ\b")
 
 
 def binary_symbol(module: Module, name: str) -> Tuple[int, int]:

@@ -335,6 +335,8 @@ def cudaDeviceGetStreamPriorityRange(least, greatest):
 
 
 _limits = {0: 1024, 1: 1 << 20, 2: 8 << 20, 3: 2, 4: 2048, 5: 64, 6: 0}
+#: cudaLimitStackSize: the per-thread stack recursive device functions take their frames from
+LIMIT_STACK_SIZE = 0
 
 
 @IMPLEMENTATIONS.error
@@ -342,6 +344,8 @@ def cudaDeviceSetLimit(limit, value):
     if limit not in _limits:
         raise CudaError(215, f"unknown limit {limit}")
     _limits[limit] = int(value)
+    if limit == LIMIT_STACK_SIZE:
+        context.get().device.stack_bytes = int(value)
 
 
 @IMPLEMENTATIONS.error
