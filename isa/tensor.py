@@ -116,7 +116,8 @@ def fma_chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return accumulator
 
 
-WMMA_SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16), "m16n16k8": (16, 16, 8)}
+WMMA_SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16), "m16n16k8": (16, 16, 8),
+               "m8n8k4": (8, 8, 4)}
 
 
 def wmma_dims(shape: str, role: str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from ..api import Device, Module
 from ..errors import DeviceError, GpuemuError, LaunchError
+from ..runtime.arguments import ArgumentTypeWarning
 from . import codes, fatbin, observers
 from .codes import CudaError
 from .properties import DeviceProperties
@@ -396,8 +398,11 @@ class Context:
         self._mirrors_to_device()
         self.launches += 1
         try:
-            self.observers.launch(kernel, grid, block, args, shared, function.max_dynamic_shared or None, options,
-                                  function.binary.ptx or "")
+            with warnings.catch_warnings():
+                # the program's argument bytes are the parameters' bits, as CUDA passes them
+                warnings.simplefilter("ignore", ArgumentTypeWarning)
+                self.observers.launch(kernel, grid, block, args, shared, function.max_dynamic_shared or None,
+                                      options, function.binary.ptx or "")
         except LaunchError as error:
             code = codes.FROM_GPUEMU.get(error.cuda_error, codes.LAUNCH_FAILURE)
             if code == codes.INVALID_VALUE:

@@ -3,6 +3,7 @@ events and errors. Every launch runs to its end before the call returns: streams
 construction, and an event's time is the emulator's wall-clock time."""
 from __future__ import annotations
 
+import re
 import time
 
 from . import codes, context, fatbin, observers
@@ -183,12 +184,22 @@ def cudaFuncGetAttributes(attributes, func):
     attributes.localSizeBytes = resources.local_bytes
     attributes.maxThreadsPerBlock = resources.max_threads or state.properties["maxThreadsPerBlock"]
     attributes.numRegs = state.properties.registers_per_thread
-    attributes.ptxVersion = state.properties.arch_number
+    # the PTX's virtual architecture (what CUB picks its tuning policies by); the driver compiles it for the device
+    attributes.ptxVersion = _ptx_arch(state.module_of(function.binary), state.properties.arch_number)
     attributes.binaryVersion = state.properties.arch_number
     attributes.cacheModeCA = 0
     attributes.maxDynamicSharedSizeBytes = function.max_dynamic_shared or \
         state.properties["sharedMemPerBlock"] - resources.static_shared
     attributes.preferredShmemCarveout = -1
+
+
+def _ptx_arch(module, default: int) -> int:
+    """The architecture of the module's `.target sm_NN` (its first), or default when it names none."""
+    for target in getattr(getattr(module, "syntax", None), "target", ()) or ():
+        match = re.fullmatch(r"sm_(\d+)[af]?", target)
+        if match:
+            return int(match.group(1))
+    return default
 
 
 @IMPLEMENTATIONS.error

@@ -67,6 +67,8 @@ def build_cp_async(batch, instr: ir.Instr):
     op = decoded.get("cpop")
     if op == "commit_group":
         return guarded(batch, instr, lambda sel: _copies(batch).commit(lanes_of(sel, batch.n)))
+    if op == "mbarrier":
+        return _build_cp_async_arrive(batch, instr)
     if op in ("wait_group", "wait_all"):
         keep_reader = reader(batch, instr.operands[0], "u32") if op == "wait_group" else (lambda sel: 0)
 
@@ -108,6 +110,37 @@ def build_cp_async(batch, instr: ir.Instr):
                 data[part, offset] = read(space, addresses[part] + np.uint64(offset), lanes[part], 1)[:, 0]
         _copies(batch).issue(instr, lanes, targets.copy(), data)
     return guarded(batch, instr, issue)
+
+
+def _build_cp_async_arrive(batch, instr: ir.Instr):
+    """cp.async.mbarrier.arrive[.noinc] [mbar]: the arrive-on the mbarrier gets once the thread's earlier cp.async
+    copies complete. They complete here (a copy may complete at any time before its wait); without .noinc the
+    pending count is raised by one before that arrive, so the object is left as it was."""
+    if instr.decoded.get("cparrive") != "arrive":
+        raise batch.lowering_error(instr, "cp.async.mbarrier needs .arrive")
+    plan = AddressPlan(batch, instr, instr.operands[0], "shared")
+    noinc = instr.decoded.has("noinc")
+
+    def arrive(sel):
+        threads = lanes_of(sel, batch.n)
+        copies = _copies(batch)
+        try:
+            copies.complete(batch, threads, -1)
+        except DeviceFault as fault:
+            raise batch.memory_fault(instr, fault, None) from None
+        if not noinc:
+            return
+        space, addresses, owners = plan.addresses(sel)
+        owners = threads if owners is None else owners
+        for i in range(len(threads)):
+            try:
+                word = int(batch.memory.load(space, addresses[i:i + 1], owners[i:i + 1], 8).view(np.uint64)[0, 0])
+                expected, pending, transactions, phase = mbarrier_unpack(word)
+                new = mbarrier_pack(*mbarrier_settle(expected, pending - 1, transactions, phase))
+                batch.memory.store(space, addresses[i:i + 1], owners[i:i + 1], 8, np.array([new], dtype=np.uint64))
+            except DeviceFault as fault:
+                raise batch.memory_fault(instr, fault, int(owners[i])) from None
+    return guarded(batch, instr, arrive)
 
 
 # ---- ldmatrix ---------------------------------------------------------------------------------------
@@ -364,6 +397,8 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
         c = gather(c_read, threads, ctype, m * n // 32).reshape(-1, m, n)
         if dtype == "s32":
             d = integer_mma(a, b.swapaxes(1, 2), c, decoded.has("satfinite"))
+        elif input_kind == "f64":
+            d = fma_chain(a, b, c)
         else:
             d = tensor_core_sum(a, b.swapaxes(1, 2), c, input_kind, dtype).astype(np.float64)
         d = d.reshape(len(warps) * 32, m * n // 32)
