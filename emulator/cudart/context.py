@@ -405,7 +405,7 @@ class Context:
                                       options, function.binary.ptx or "")
         except LaunchError as error:
             code = codes.FROM_GPUEMU.get(error.cuda_error, codes.LAUNCH_FAILURE)
-            if code == codes.INVALID_VALUE:
+            if error.configuration:
                 code = codes.INVALID_CONFIGURATION
             raise CudaError(code, f"launch of {function.plain_name}<<<{_dims(grid)}, {_dims(block)}, {shared}>>> "
                             f"refused: {error}") from None

@@ -122,15 +122,15 @@ class Launch:
         for value, limit, what in zip(self.block, MAX_BLOCK, "xyz"):
             if value < 1 or value > limit:
                 raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                                  f"block dimension {what}={value} of {name} is outside 1..{limit}")
+                                  f"block dimension {what}={value} of {name} is outside 1..{limit}", configuration=True)
         threads = self.block[0] * self.block[1] * self.block[2]
         if threads > MAX_THREADS_PER_BLOCK:
             raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                              f"{threads} threads per block for {name}; the limit is {MAX_THREADS_PER_BLOCK}")
+                              f"{threads} threads per block for {name}; the limit is {MAX_THREADS_PER_BLOCK}", configuration=True)
         for value, limit, what in zip(self.grid, MAX_GRID, "xyz"):
             if value < 1 or value > limit:
                 raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                                  f"grid dimension {what}={value} of {name} is outside 1..{limit}")
+                                  f"grid dimension {what}={value} of {name} is outside 1..{limit}", configuration=True)
         directives = self.program.directives
         if "maxntid" in directives:
             limit = int(np.prod(directives["maxntid"]))
