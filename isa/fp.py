@@ -736,9 +736,10 @@ def _finite_above_two_pow_126(codes):
     return (magnitude > _F32_TWO_POW_126) & (magnitude <= _F32_INFINITY)
 
 
-def _approx_quotient(a, b, mode, ftz):
-    """div.approx/div.full.f32 as ptxas builds them on sm_90: b (and a with it) scaled by 2**24 when b is
-    subnormal (not with .ftz) and, for div.full, by 1/4 when |b| > 2**126; MUFU.RCP of b; times a."""
+def _quotient_operands(a, b, mode, ftz, units):
+    """The two factors of the FMUL that ends div.approx/div.full.f32 as ptxas builds them on sm_90: b (and a
+    with it) scaled by 2**24 when b is subnormal (not with .ftz) and, for div.full, by 1/4 when |b| > 2**126;
+    then (MUFU.RCP of b, a)."""
     a, b = np.broadcast_arrays(_sfu_codes(a), _sfu_codes(b))
     if mode == "full":
         huge = np.flatnonzero(_finite_above_two_pow_126(b))
@@ -748,11 +749,31 @@ def _approx_quotient(a, b, mode, ftz):
         subnormal = np.flatnonzero(_magnitude(b) < _F32_MIN_NORMAL)
         scale = lambda codes: _sfu_multiply(codes, np.full(codes.shape, _F32_TWO_POW_24))
         a, b = _patched(a, subnormal, scale), _patched(b, subnormal, scale)
-    return _sfu_multiply(sfu.rcp(b), a, ftz=ftz)
+    return units.rcp(b), a
+
+
+def _approx_quotient(a, b, mode, ftz, units=sfu):
+    """div.approx/div.full.f32: the product of _quotient_operands, rounded once (FMUL)."""
+    return _sfu_multiply(*_quotient_operands(a, b, mode, ftz, units), ftz=ftz)
 
 
 @_quiet
-def fdiv(a, b, *, ty, mode, ftz=False):
+def fdiv_add(a, b, c, *, mode, ftz=False, sat=False, negate_quotient=False, negate_addend=False, units=sfu):
+    """div.{approx,full}.f32 d = a / b whose FMUL ptxas fuses into the add/sub reading d: FFMA(±r, a', ±c) with
+    (r, a') = MUFU.RCP of the scaled b and the scaled a, as in fdiv; one rounding."""
+    reciprocal, numerator = _quotient_operands(a, b, mode, ftz, units)
+    first = reciprocal.view(np.float32)
+    if negate_quotient:
+        first = fneg(first, ty="f32")
+    addend = fneg(c, ty="f32") if negate_addend else c
+    shape = np.broadcast(np.asarray(a), np.asarray(b), np.asarray(c)).shape
+    result = ffma(first, numerator.view(np.float32), np.broadcast_to(np.asarray(addend), shape).reshape(-1),
+                  ty="f32", rnd="rn", ftz=ftz, sat=sat)
+    return np.asarray(result).reshape(shape)
+
+
+@_quiet
+def fdiv(a, b, *, ty, mode, ftz=False, units=sfu):
     """div.mode{.ftz}.ty: a / b.
 
     mode rn rz rm rp: IEEE 754 correctly rounded quotient (f32, f64).
@@ -760,13 +781,15 @@ def fdiv(a, b, *, ty, mode, ftz=False):
     all divisors), with ptxas's scaling: b and a by 2**24 when b is subnormal (without .ftz), and for
     div.full by 1/4 when |b| > 2**126 (div.approx leaves such b, so its reciprocal flushes to zero and
     the quotient is a signed zero, NaN for infinite a, as the ISA states).
+    units: the special-function unit the approximations use (isa.sfu, or the correctly rounded stand-in of
+    isa.fold for an operand ptxas knows at compile time); rcp, sqrt, rsqrt, ex2 and lg2 take it too.
     """
     if mode in _DIRECTED:
         return _div_rounded(a, b, ty, mode, ftz)
     _check(ty == "f32", f"div.{mode} is only defined for f32")
     _check(mode in ("approx", "full"), f"unknown div mode {mode!r}")
     shape = np.broadcast(np.asarray(a), np.asarray(b)).shape
-    return _approx_quotient(a, b, mode, ftz).reshape(shape).view(np.float32)
+    return _approx_quotient(a, b, mode, ftz, units).reshape(shape).view(np.float32)
 
 
 def _sqrt_parts(x):
@@ -790,7 +813,7 @@ def _sqrt_odd_or_directed(x, rnd=None):
 
 
 @_quiet
-def fsqrt(a, *, ty, mode, ftz=False):
+def fsqrt(a, *, ty, mode, ftz=False, units=sfu):
     """sqrt.mode{.ftz}.ty: square root; mode rn rz rm rp (IEEE, f32 and f64) or approx (f32).
 
     sqrt.approx.f32 is MUFU.SQRT (isa.sfu); without .ftz a subnormal x is first scaled by 2**24 and the
@@ -802,7 +825,7 @@ def fsqrt(a, *, ty, mode, ftz=False):
     _check(ty == "f32", f"sqrt of type {ty} is not defined")
     _check(mode in _DIRECTED or mode == "approx", f"unknown sqrt mode {mode!r}")
     if mode == "approx":
-        return _sfu_result(_scaled_unit(a, sfu.sqrt, ftz, _F32_TWO_POW_M12), a)
+        return _sfu_result(_scaled_unit(a, units.sqrt, ftz, _F32_TWO_POW_M12), a)
     x = _values(F32, a)
     if ftz:
         x = _flush_values(F32, x)
@@ -831,23 +854,23 @@ def _high_word_unit(a, unit):
     return (unit(high).astype(np.uint64) << np.uint64(32)).view(np.float64)
 
 
-def _rcp_approx_f32(a, ftz):
+def _rcp_approx_f32(a, ftz, units=sfu):
     """rcp.approx.f32 on sm_90: MUFU.RCP, and without .ftz the operand and result both scaled by 2**24
     when the operand is subnormal or by 1/4 when it exceeds 2**126."""
     codes = _sfu_codes(a)
-    result = sfu.rcp(codes)
+    result = units.rcp(codes)
     if ftz:
         return result
     magnitude = _magnitude(codes)
     scaled = np.flatnonzero(_finite_above_two_pow_126(codes) | (magnitude < _F32_MIN_NORMAL))
     if scaled.size:
         scale = np.where(magnitude[scaled] < _F32_MIN_NORMAL, _F32_TWO_POW_24, _F32_QUARTER)
-        result[scaled] = _sfu_multiply(scale, sfu.rcp(_sfu_multiply(codes[scaled], scale)))
+        result[scaled] = _sfu_multiply(scale, units.rcp(_sfu_multiply(codes[scaled], scale)))
     return result
 
 
 @_quiet
-def frcp(a, *, ty, mode, ftz=False):
+def frcp(a, *, ty, mode, ftz=False, units=sfu):
     """rcp.mode{.ftz}.ty: 1 / a.
 
     mode rn rz rm rp: correctly rounded (f32, f64).
@@ -864,7 +887,7 @@ def frcp(a, *, ty, mode, ftz=False):
         _check(ftz, "rcp.approx.f64 requires .ftz")
         return _high_word_unit(a, sfu.rcp64h)
     _check(ty == "f32", f"div/rcp of type {ty} is not defined")
-    return _sfu_result(_rcp_approx_f32(a, ftz), a)
+    return _sfu_result(_rcp_approx_f32(a, ftz, units), a)
 
 
 _RSQRT_F64_SCALE_IN = 2.0 ** 54
@@ -907,7 +930,7 @@ def _rsqrt_approx_f64(a):
 
 
 @_quiet
-def frsqrt(a, *, ty, ftz=False):
+def frsqrt(a, *, ty, ftz=False, units=sfu):
     """rsqrt.approx{.ftz}.ty: 1 / sqrt(a).
 
     f32: MUFU.RSQ (isa.sfu); without .ftz a subnormal a is scaled by 2**24 first and the result by 2**12.
@@ -920,7 +943,7 @@ def frsqrt(a, *, ty, ftz=False):
             return _high_word_unit(a, sfu.rsq64h)
         return _rsqrt_approx_f64(a)
     _check(ty == "f32", f"rsqrt of type {ty} is not defined")
-    return _sfu_result(_scaled_unit(a, sfu.rsq, ftz, _F32_TWO_POW_12), a)
+    return _sfu_result(_scaled_unit(a, units.rsq, ftz, _F32_TWO_POW_12), a)
 
 
 # ---- approximate transcendental functions --------------------------------------------------------
@@ -957,7 +980,7 @@ def fcos(a, *, ty, ftz=False):
 
 
 @_quiet
-def fex2(a, *, ty, ftz=False):
+def fex2(a, *, ty, ftz=False, units=sfu):
     """ex2.approx{.ftz}.ty: 2**a. ty: f32 f16 bf16 f16x2 bf16x2.
 
     f32: MUFU.EX2 (isa.sfu); without .ftz, a < -126 is halved first and the unit's result squared (FMUL),
@@ -967,26 +990,26 @@ def fex2(a, *, ty, ftz=False):
     if ty != "f32":
         return _half_unit(a, ty, "ex2")
     codes = _sfu_codes(a)
-    result = sfu.ex2(codes)
+    result = units.ex2(codes)
     if not ftz:
         low = np.flatnonzero((codes >= np.uint32(0xC2FC0001)) & (codes <= _F32_INFINITY | np.uint32(0x80000000)))
         if low.size:
-            root = sfu.ex2(_sfu_multiply(codes[low], np.full(low.size, _F32_HALF)))
+            root = units.ex2(_sfu_multiply(codes[low], np.full(low.size, _F32_HALF)))
             result[low] = _sfu_multiply(root, root)
     return _sfu_result(result, a)
 
 
 @_quiet
-def flg2(a, *, ty, ftz=False):
+def flg2(a, *, ty, ftz=False, units=sfu):
     """lg2.approx{.ftz}.f32: MUFU.LG2 (isa.sfu); without .ftz a subnormal a is scaled by 2**24 first and
     24 subtracted after (FADD). lg2(±0) = -inf, lg2(negative) = NaN, lg2(+inf) = +inf."""
     _check(ty == "f32", f"lg2.approx is not defined for {ty}")
     codes = _sfu_codes(a)
-    result = sfu.lg2(codes)
+    result = units.lg2(codes)
     if not ftz:
         subnormal = np.flatnonzero(_magnitude(codes) < _F32_MIN_NORMAL)
         if subnormal.size:
-            logarithm = sfu.lg2(_sfu_multiply(codes[subnormal], np.full(subnormal.size, _F32_TWO_POW_24)))
+            logarithm = units.lg2(_sfu_multiply(codes[subnormal], np.full(subnormal.size, _F32_TWO_POW_24)))
             shifted = (logarithm.view(np.float32).astype(np.float64) - 24.0).astype(np.float32).view(np.uint32)
             result[subnormal] = np.where(np.isnan(shifted.view(np.float32)), F32.canonical_nan, shifted)
     return _sfu_result(result, a)

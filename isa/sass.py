@@ -16,7 +16,7 @@ from typing import Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from isa import fp, intops
+from isa import fp, intops, sfu
 
 U32, U64 = np.uint32, np.uint64
 MASK32 = U64(0xFFFFFFFF)
@@ -480,57 +480,25 @@ def dmnmx(a, b, choose_min, *, mods, neg):
     return (_bits64(np.where(np.asarray(choose_min, dtype=bool), low, high)),)
 
 
-_MUFU = {
-    "RCP": lambda x: fp.frcp(x, ty="f32", mode="approx", ftz=True),
-    "RSQ": lambda x: fp.frsqrt(x, ty="f32", ftz=True),
-    "SQRT": lambda x: fp.fsqrt(x, ty="f32", mode="approx", ftz=True),
-    "EX2": lambda x: fp.fex2(x, ty="f32", ftz=True),
-    "LG2": lambda x: fp.flg2(x, ty="f32", ftz=True),
-    "TANH": lambda x: fp.ftanh(x, ty="f32", ftz=False),
-}
-TURN_FRACTION_BITS = 25
-
-
-def _turns(x, cosine: bool):
-    """MUFU.SIN/COS of x whole turns (the compiler's FMUL.RZ by 1/2pi comes before): x as a fixed point
-    of 2**-25 turns, the exact function of the fractional turn, flushed to zero like the f32 pipeline
-    isa.fp models for sin/cos.approx."""
-    value = np.abs(x.astype(np.float64))
-    value = np.where(value < 2.0 ** -126, 0.0, value)
-    fixed = np.trunc(np.ldexp(value, TURN_FRACTION_BITS))
-    fraction = np.ldexp(np.fmod(fixed, 2.0 ** TURN_FRACTION_BITS), -TURN_FRACTION_BITS)
-    quarters = np.rint(4.0 * fraction)
-    angle = (4.0 * fraction - quarters) * (np.pi / 2.0)
-    quadrant = (quarters.astype(np.int64) + (1 if cosine else 0)) % 4
-    result = np.choose(quadrant, [np.sin(angle), np.cos(angle), -np.sin(angle), -np.cos(angle)])
-    if not cosine:
-        result = np.where(np.signbit(x), -result, result)
-    result = np.where(np.isfinite(x), result, np.nan).astype(np.float32)
-    return np.where(np.abs(result) < np.float32(2.0 ** -126), np.copysign(np.float32(0), result), result)
+#: MUFU.<function> on f32 codes: the H100's unit itself (isa.sfu), as the PTX .approx instructions use it
+_MUFU = {"RCP": sfu.rcp, "RSQ": sfu.rsq, "SQRT": sfu.sqrt, "EX2": sfu.ex2, "LG2": sfu.lg2, "TANH": sfu.tanh,
+         "SIN": sfu.sin, "COS": sfu.cos}
 
 
 def mufu(a, *, mods, neg):
-    """MUFU.{RCP,RSQ,SQRT,EX2,LG2,SIN,COS,TANH} (flush-to-zero approximations; SIN/COS of turns), .EX2/.TANH
-    on a half (.F16/.BF16), and .RCP64H/.RSQ64H (the high word of a double's approximate reciprocal /
-    reciprocal square root)."""
+    """MUFU.{RCP,RSQ,SQRT,EX2,LG2,SIN,COS,TANH} on f32 (flush-to-zero; SIN/COS of turns: the compiler's FMUL.RZ
+    by 1/2pi comes before), .EX2/.TANH on a half (.F16/.BF16), and .RCP64H/.RSQ64H (the high word of a double's
+    approximate reciprocal / reciprocal square root): bit for bit the H100's unit (isa.sfu, docs/sfu.md)."""
     if "RCP64H" in mods or "RSQ64H" in mods:
-        double = (_u64(a) << U64(32)).view(np.float64)
-        if "RCP64H" in mods:
-            result = fp.frcp(double, ty="f64", mode="approx", ftz=True)
-        else:
-            result = fp.frsqrt(double, ty="f64", ftz=True)
-        return (_u32(_bits64(result) >> U64(32)),)
+        return ((sfu.rcp64h if "RCP64H" in mods else sfu.rsq64h)(_u32(a)).astype(U32),)
     half = "bf16" if "BF16" in mods else "f16" if "F16" in mods else None
     if half is not None:
-        function = fp.ftanh if "TANH" in mods else fp.fex2
         codes = (_u32(a) & U32(0xFFFF)).astype(np.uint16)
-        return (np.asarray(function(codes, ty=half, ftz=half == "bf16" and function is fp.fex2)).astype(U32),)
-    if "SIN" in mods or "COS" in mods:
-        return (_bits32(_turns(np.asarray(_f32(a)), cosine="COS" in mods)),)
+        return (np.asarray(sfu.half(f"{'tanh' if 'TANH' in mods else 'ex2'}_{half}", codes)).astype(U32),)
     function = next((_MUFU[name] for name in _MUFU if name in mods), None)
     if function is None:
         raise ValueError(f"unknown MUFU function {sorted(mods)}")
-    return (_bits32(function(_f32(a))),)
+    return (function(_u32(a)).astype(U32),)
 
 
 def fchk(a, b, *, mods, neg):

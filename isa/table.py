@@ -60,7 +60,10 @@ CATEGORIES: Dict[str, frozenset] = {name: frozenset(values.split()) for name, va
     "prefetchlevel": "L1 L2",
     "barwarp": "warp",
     "asyncmode": "async",
-    "cpop": "commit_group wait_group wait_all",
+    "cpop": "commit_group wait_group wait_all mbarrier",
+    "cparrive": "arrive",
+    "noinc": "noinc",
+    "cpobject": "b64",
     "cpspace": "shared global",
     "mmashape": "m8n8k4 m16n8k4 m16n8k8 m16n8k16 m16n8k32 m16n8k64 m8n8k16 m8n8k32 m8n8k128 m16n8k128 m16n8k256",
     "mmalayout": "row col",
@@ -484,7 +487,7 @@ def _szext(d):
 CVT_TYPES = INT_TYPES + FLOATS + ("f16", "bf16", "tf32", "f16x2", "bf16x2", "e4m3x2", "e5m2x2", "u4", "s4", "u2", "s2")
 PACKED_HALVES = ("u16x2", "s16x2")
 MMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s32", "e4m3", "e5m2")
-WMMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64")
+WMMA_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "u8", "s8", "s32")
 WGMMA_INPUTS = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")
 FLOAT_ALL = FLOATS + HALVES
 MEM_TYPES = INT_TYPES + FLOATS + ("f16", "f16x2", "bf16", "bf16x2")
@@ -882,14 +885,15 @@ FAMILIES: Tuple[Family, ...] = (
     Family("elect", "pred <- b32", (), ("sync",), op_class="elect", semantics=_plain(warp.elect),
            doc="one leader lane of the warp"),
     # asynchronous copies and tensor cores (what Triton and cuBLAS-style PTX use)
-    Family("cp", "<- addr, addr, u32, u32?", (), ("asyncmode", "cpop", "cache", "cpspace"), op_class="cp_async",
+    Family("cp", "<- addr, addr, u32, u32?", (), ("asyncmode", "cpop", "cache", "cpspace", "cparrive", "noinc",
+                                                  "cpobject"), op_class="cp_async",
            semantics=_plain(memory.copied_bytes), doc="cp.async: copy to shared memory, visible after wait_group"),
     Family("ldmatrix", "b32 <- addr", (("b16", "b8"),), ("sync", "aligned", "matrixshape", "matrixnum", "trans", "space"),
            op_class="ldmatrix", semantics=_matrix_move, doc="load 8x8 matrices into the warp's fragments"),
     Family("stmatrix", "<- addr, b32", (("b16", "b8"),), ("sync", "aligned", "matrixshape", "matrixnum", "trans", "space"),
            op_class="stmatrix", semantics=_matrix_move, doc="store the warp's fragments as 8x8 matrices"),
     Family("wmma", "<-", (WMMA_TYPES, WMMA_TYPES, WMMA_TYPES, WMMA_TYPES),
-           ("wmmaop", "wmmarole", "sync", "aligned", "mmalayout", "wmmashape", "space", "satfinite"),
+           ("wmmaop", "wmmarole", "sync", "aligned", "mmalayout", "wmmashape", "space", "satfinite", "rnd"),
            op_class="wmma", optional_slots=3, semantics=_plain(tensor.tensor_core_sum),
            doc="warp matrix load, store and multiply-accumulate"),
     Family("mbarrier", "<-", (("b64",),), ("mbarop", "sem", "scope", "space", "parity", "expecttx", "nocomplete"),

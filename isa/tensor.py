@@ -22,6 +22,11 @@ def element_values(words: np.ndarray, kind: str) -> np.ndarray:
         return words.view(np.float32).astype(np.float64)
     if kind == "f64":
         return words.view(np.float64)
+    if kind in ("u8", "s8"):
+        octets = np.ascontiguousarray(words.astype(np.uint32)).view(np.uint8).reshape(words.shape[0], -1)
+        return (octets.view(np.int8) if kind == "s8" else octets).astype(np.float64)
+    if kind == "s32":
+        return words.astype(np.uint32).view(np.int32).astype(np.float64)
     raise ValueError(kind)
 
 
@@ -111,7 +116,8 @@ def fma_chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return accumulator
 
 
-WMMA_SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16), "m16n16k8": (16, 16, 8)}
+WMMA_SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16), "m16n16k8": (16, 16, 8),
+               "m8n8k4": (8, 8, 4)}
 
 
 def wmma_dims(shape: str, role: str):
@@ -120,7 +126,20 @@ def wmma_dims(shape: str, role: str):
 
 
 def element_bytes(kind: str) -> int:
-    return {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "f64": 8}[kind]
+    return {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "f64": 8, "u8": 1, "s8": 1, "s32": 4}[kind]
+
+
+#: elements a 32-bit fragment register holds
+ELEMENTS_PER_WORD = {"f16": 2, "bf16": 2, "u8": 4, "s8": 4}
+
+
+def integer_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, satfinite: bool) -> np.ndarray:
+    """A·B + C of integer wmma/mma (a: (..., m, k), b: (..., n, k) u8/s8 values, c: (..., m, n) s32 values, as
+    float64): the exact sum in 32 bits, wrapping on overflow, or with .satfinite clamped to the s32 range."""
+    total = (a[..., :, None, :] * b[..., None, :, :]).sum(axis=-1) + c
+    if satfinite:
+        return np.clip(total, -2.0 ** 31, 2.0 ** 31 - 1)
+    return (total + 2.0 ** 31) % 2.0 ** 32 - 2.0 ** 31
 
 
 def wmma_slots(words: np.ndarray, kind: str) -> np.ndarray:
@@ -139,6 +158,11 @@ def wmma_words(values: np.ndarray, kind: str, regs: int) -> np.ndarray:
         return halves[:, :, 0] | (halves[:, :, 1] << np.uint32(16))
     if kind == "f64":
         return values.astype(np.float64).view(np.uint64)
+    if kind in ("u8", "s8"):
+        octets = values.astype(np.int64).astype(np.uint8).reshape(values.shape[0], regs * 4)
+        return np.ascontiguousarray(octets).view(np.uint32).reshape(values.shape[0], regs)
+    if kind == "s32":
+        return values.astype(np.int64).astype(np.int32).view(np.uint32)
     return values.astype(np.float32).view(np.uint32)
 
 

@@ -455,3 +455,19 @@ def test_syncwarp_reached_apart_waits_for_every_lane_and_synccheck_is_silent():
                                    [np.zeros(1, np.int32), np.zeros(1, np.int32), out], {"sync", "race"})
     assert error is None and session.errors() == 0, report
     assert (out == 200).all()
+
+
+def test_syncwarp_reached_apart_by_two_warps_matches_the_h100():
+    # the H100 (three runs, and one under synccheck: tests/sanitizer/lock_then_syncwarp.synccheck.txt, 0 errors) at
+    # block 64: the counter ends at 400, every lane of a warp reads one value, the warp that took the lock second
+    # reads 400 and the first at least its own 200 (200 in the plain runs, 206 under the sanitizer)
+    module = emulator.load(ROOT / "tests" / "kernels" / "syncwarp.ptx")
+    counter, out = np.zeros(1, np.int32), np.zeros(64, np.int32)
+    session, report, error = check(module, "lock_then_syncwarp", 1, 64, [np.zeros(1, np.int32), counter, out],
+                                   {"sync"})
+    assert error is None and session.errors() == 0, report
+    assert counter[0] == 400
+    warps = [set(out[:32].tolist()), set(out[32:].tolist())]
+    assert all(len(values) == 1 for values in warps)
+    assert sorted(value for values in warps for value in values)[1] == 400
+    assert all(200 <= value <= 400 for values in warps for value in values)

@@ -930,3 +930,31 @@ def test_a_random_schedule_with_independent_groups_runs_a_fermi_listing_as_warps
         emulator.load(SEED / "return32one.sm_20.sass").kernel("Return32One").launch(
             1, 64, [np.zeros(1, np.int32), out, pin], 256, policy=RandomSchedule(seed, independent_groups=True))
         assert out[0] == pin[0] * 65 and (out[1:] == pin[1:]).all()
+
+
+def test_unmangled_kernel_parameters_skip_the_padding_before_an_aligned_pointer():
+    # histogram(const unsigned char*, int, unsigned*) built extern "C" for sm_90 (ptxas 13.0): it reads c[0x0][0x210]
+    # (8 bytes), [0x218] (4) and [0x220] (8); the 4 bytes at 0x21c are the pointer's alignment, not a parameter
+    listing = ROOT / "tests" / "kernels" / "histogram_extern_c.sm_90.sass"
+    kernel = emulator.load(listing).kernel("histogram")
+    assert [(p.type, p.offset) for p in kernel.params] == [("u64", 0), ("u32", 8), ("u64", 16)]
+    data = (np.arange(5000) * 37 % 251).astype(np.uint8)
+    histo = np.zeros(256, np.uint32)
+    kernel.launch(3, 256, [data, np.int32(len(data)), histo])
+    assert np.array_equal(histo, np.bincount(data, minlength=256))
+
+
+def test_mufu_gives_the_h100_bits_of_the_ptx_approx_instructions_it_compiles_from():
+    # tests/kernels/mufu.sm_90.sass is ptxas 13.0's code for rcp/rsqrt/sqrt/ex2/lg2 .approx.ftz, tanh.approx and
+    # sin.approx.ftz: one MUFU each (FMUL.RZ before SIN), so its results are the H100's for those instructions
+    # (tests/sfu_h100/held_out.npz, inputs never used to build isa/sfu_data)
+    h100 = np.load(ROOT / "tests" / "sfu_h100" / "held_out.npz")
+    kernel = emulator.load(ROOT / "tests" / "kernels" / "mufu.sm_90.sass").kernel("mufu")
+    columns = ["rcp_ftz", "rsqrt_ftz", "sqrt_ftz", "ex2_ftz", "lg2_ftz", "tanh", "sin_ftz"]
+    for column, op in enumerate(columns, start=1):
+        inputs, want = h100[f"{op}_in"][:1024], h100[f"{op}_out"][:1024]
+        rows = np.zeros((len(inputs), 8), np.uint32)
+        rows[:, 0] = inputs
+        kernel.launch(len(inputs) // 128, 128, [rows])
+        bad = np.flatnonzero(rows[:, column] != want)
+        assert bad.size == 0, (op, [(hex(inputs[i]), hex(want[i]), hex(rows[i, column])) for i in bad[:5]])

@@ -169,9 +169,12 @@ DONE:
 
 
 @pytest.mark.parametrize("static_bytes, dynamic", [(1, 64), (1000, 0), (0, 4096), (129, 1)])
-def test_shared_size_registers_follow_the_isa(static_bytes, dynamic):
-    """%total_smem_size: static + dynamic rounded up to the 128-byte unit, without the reserved region;
-    %aggr_smem_size: with it (PTX ISA 8.x, section 10); %dynamic_smem_size: the launch's dynamic bytes."""
+def test_shared_size_registers_follow_the_h100(static_bytes, dynamic):
+    """%total_smem_size: static + dynamic rounded up to the 128-byte unit, without the reserved region (PTX ISA 8.x,
+    section 10); %aggr_smem_size: the reserved KB plus the block's bytes, not rounded (the H100 gives 128 and 1140
+    for 1 static byte and 100 dynamic bytes at offset 16: tools/probes_names/h100.json, pinned by
+    tests/test_predefined_names.py); %dynamic_smem_size: the launch's dynamic bytes. With no extern declaration
+    the dynamic bytes follow the static ones."""
     decl = f".shared .align 4 .b8 s[{static_bytes}];" if static_bytes else ""
     use = "mov.u32 %r4, s; st.global.u32 [%rd1+12], %r4;" if static_bytes else "st.global.u32 [%rd1+12], 0;"
     ptx = f""".version 8.8
@@ -196,8 +199,8 @@ def test_shared_size_registers_follow_the_isa(static_bytes, dynamic):
 """
     out = np.zeros(4, np.uint32)
     load(ptx).kernel().launch(1, 1, [out], dynamic)
-    total = (static_bytes + dynamic + 127) // 128 * 128
-    assert out[:3].tolist() == [total, total + 1024, dynamic]
+    laid_out = static_bytes + dynamic
+    assert out[:3].tolist() == [(laid_out + 127) // 128 * 128, 1024 + laid_out, dynamic]
 
 
 def test_cvta_to_shared_of_a_generic_pointer_is_the_0x400_based_address():

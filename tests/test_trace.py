@@ -30,7 +30,9 @@ NARROW = {
     "triton/attention": ["op=st"],
     "mathlib/bitonicSort": ["op=st,bar"],
 }
-LAUNCHES = [spec for path in sorted((ROOT / "examples").glob("*/launches.json")) for spec in read_launches(path)]
+#: examples/corpus is pinned by its H100 outputs (tests/test_examples.py); its 101 launches add no trace kinds
+LAUNCHES = [spec for path in sorted((ROOT / "examples").glob("*/launches.json")) if path.parent.name != "corpus"
+            for spec in read_launches(path)]
 
 
 def golden_launch(spec):

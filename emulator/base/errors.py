@@ -32,8 +32,11 @@ class LaunchError(GpuemuError):
 
     exit_status = 3
 
-    def __init__(self, cuda_error: str, message: str):
+    def __init__(self, cuda_error: str, message: str, configuration: bool = False):
         self.cuda_error = cuda_error
+        #: a bad grid or block shape, which the CUDA runtime reports as cudaErrorInvalidConfiguration (the driver
+        #: as CUDA_ERROR_INVALID_VALUE); too much shared memory stays cudaErrorInvalidValue there, as on the H100
+        self.configuration = configuration
         super().__init__(f"{cuda_error}: {message}")
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from ..api import Device, Module
 from ..errors import DeviceError, GpuemuError, LaunchError
+from ..runtime.arguments import ArgumentTypeWarning
 from . import codes, fatbin, observers
 from .codes import CudaError
 from .properties import DeviceProperties
@@ -336,7 +337,7 @@ class Context:
             if binary.ptx is None:
                 try:
                     entry = fatbin.choose_ptx(binary.entries, self.properties.arch_number, binary.name)
-                    binary.ptx = loadable_ptx(entry.text())
+                    binary.ptx = entry.text()
                 except fatbin.FatbinError as error:
                     raise CudaError(codes.NO_KERNEL_IMAGE, str(error)) from None
             try:
@@ -397,11 +398,14 @@ class Context:
         self._mirrors_to_device()
         self.launches += 1
         try:
-            self.observers.launch(kernel, grid, block, args, shared, function.max_dynamic_shared or None, options,
-                                  function.binary.ptx or "")
+            with warnings.catch_warnings():
+                # the program's argument bytes are the parameters' bits, as CUDA passes them
+                warnings.simplefilter("ignore", ArgumentTypeWarning)
+                self.observers.launch(kernel, grid, block, args, shared, function.max_dynamic_shared or None,
+                                      options, function.binary.ptx or "")
         except LaunchError as error:
             code = codes.FROM_GPUEMU.get(error.cuda_error, codes.LAUNCH_FAILURE)
-            if code == codes.INVALID_VALUE:
+            if error.configuration:
                 code = codes.INVALID_CONFIGURATION
             raise CudaError(code, f"launch of {function.plain_name}<<<{_dims(grid)}, {_dims(block)}, {shared}>>> "
                             f"refused: {error}") from None
@@ -465,18 +469,6 @@ class Context:
             for start, end in zip(starts.tolist(), ends.tolist()):
                 write_host(mirror.host + start, after[start:end])
         self.snapshots = {}
-
-
-def loadable_ptx(text: str) -> str:
-    """PTX as gpuemu's parser takes it, every line and column where it was: `.attribute(.managed)` (a __managed__
-    variable, which the runtime mirrors on the host itself) blanked out, and PTX's predefined constant WARP_SZ
-    (nvcc's `warpSize`) written as its value, 32."""
-    text = MANAGED_ATTRIBUTE.sub(lambda match: " " * len(match.group(0)), text)
-    return WARP_SIZE_CONSTANT.sub("32     ", text)
-
-
-MANAGED_ATTRIBUTE = re.compile(r"\.attribute\s*\(\s*\.managed\s*\)")
-WARP_SIZE_CONSTANT = re.compile(r"\bWARP_SZ\b")
 
 
 def binary_symbol(module: Module, name: str) -> Tuple[int, int]:

@@ -256,7 +256,7 @@ def _load_image(cell, image: bytes, name: str) -> None:
         raise CudaError(209, f"{name} is a cubin (SASS for one GPU); gpuemu runs PTX: load the PTX instead (from "
                         f"NVRTC, nvrtcGetPTX rather than nvrtcGetCUBIN)")
     else:
-        binary.ptx = context.loadable_ptx(image.split(b"\0", 1)[0].decode("utf-8", "replace"))
+        binary.ptx = image.split(b"\0", 1)[0].decode("utf-8", "replace")
     state.binaries[handle] = binary
     state.module_of(binary)
     _store(cell, handle)

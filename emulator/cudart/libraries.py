@@ -117,8 +117,10 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, un
         return 1;
     found = gpuemu_entry_point(symbol, cudaVersion, flags);
     *pfn = found;
-    if (symbolStatus != NULL)
+    if (symbolStatus != NULL) {  /* the H100's driver: success, the status saying whether the symbol was found */
         *symbolStatus = found ? 0 : 1;
+        return 0;
+    }
     return found ? 0 : 500;
 }
 

@@ -3,6 +3,7 @@ events and errors. Every launch runs to its end before the call returns: streams
 construction, and an event's time is the emulator's wall-clock time."""
 from __future__ import annotations
 
+import re
 import time
 
 from . import codes, context, fatbin, observers
@@ -183,12 +184,22 @@ def cudaFuncGetAttributes(attributes, func):
     attributes.localSizeBytes = resources.local_bytes
     attributes.maxThreadsPerBlock = resources.max_threads or state.properties["maxThreadsPerBlock"]
     attributes.numRegs = state.properties.registers_per_thread
-    attributes.ptxVersion = state.properties.arch_number
+    # the PTX's virtual architecture (what CUB picks its tuning policies by); the driver compiles it for the device
+    attributes.ptxVersion = _ptx_arch(state.module_of(function.binary), state.properties.arch_number)
     attributes.binaryVersion = state.properties.arch_number
     attributes.cacheModeCA = 0
     attributes.maxDynamicSharedSizeBytes = function.max_dynamic_shared or \
         state.properties["sharedMemPerBlock"] - resources.static_shared
     attributes.preferredShmemCarveout = -1
+
+
+def _ptx_arch(module, default: int) -> int:
+    """The architecture of the module's `.target sm_NN` (its first), or default when it names none."""
+    for target in getattr(getattr(module, "syntax", None), "target", ()) or ():
+        match = re.fullmatch(r"sm_(\d+)[af]?", target)
+        if match:
+            return int(match.group(1))
+    return default
 
 
 @IMPLEMENTATIONS.error
@@ -335,6 +346,8 @@ def cudaDeviceGetStreamPriorityRange(least, greatest):
 
 
 _limits = {0: 1024, 1: 1 << 20, 2: 8 << 20, 3: 2, 4: 2048, 5: 64, 6: 0}
+#: cudaLimitStackSize: the per-thread stack recursive device functions take their frames from
+LIMIT_STACK_SIZE = 0
 
 
 @IMPLEMENTATIONS.error
@@ -342,6 +355,8 @@ def cudaDeviceSetLimit(limit, value):
     if limit not in _limits:
         raise CudaError(215, f"unknown limit {limit}")
     _limits[limit] = int(value)
+    if limit == LIMIT_STACK_SIZE:
+        context.get().device.stack_bytes = int(value)
 
 
 @IMPLEMENTATIONS.error

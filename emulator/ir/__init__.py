@@ -16,6 +16,12 @@ FUNC_PARAM_BASE = 1 << 24
 #: places the kernel's variables from this address on, and the shared window includes it
 SHARED_RESERVED_BYTES = 0x400
 
+#: where `mov.u64 %rd, function` and function names in initialisers point: 16 bytes a function, in module order,
+#: far from any memory a kernel can reach (an indirect call maps the address back to its function)
+FUNCTION_ADDRESS_BASE = 0xFFFF_F000_0000_0000
+#: the hidden per-thread register that holds the local address of the running frame of a recursive function
+FRAME_REGISTER = "<frame>"
+
 # control classes: how the scheduler treats an instruction
 STRAIGHT, BRANCH, EXIT, BARRIER, CALL, RETURN, TRAP = range(7)
 
@@ -139,9 +145,10 @@ class Instr:
 
 @dataclass
 class CallSite:
-    callee: str
+    callee: str                       # "" for an indirect call
     arguments: Tuple[SymbolInfo, ...]
     returns: Tuple[SymbolInfo, ...]
+    target: Optional[RegRef] = None   # an indirect call's function address
 
 
 @dataclass
@@ -150,6 +157,14 @@ class FunctionInfo:
     entry_pc: int
     params: Tuple[SymbolInfo, ...]
     returns: Tuple[SymbolInfo, ...]
+    #: a function that can be active more than once (recursion): its .local and .param variables live in a frame
+    #: of this many bytes per call, their addresses relative to the FRAME_REGISTER; None: fixed addresses
+    frame_bytes: Optional[int] = None
+    #: what one call of a recursive function takes from the per-thread stack limit: its .local bytes and 16
+    stack_cost: int = 0
+    #: a recursive function's registers (indices): a call of it keeps the running activation's values and its
+    #: return gives them back
+    registers: Tuple[int, ...] = ()
 
 
 @dataclass

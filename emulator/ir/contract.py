@@ -18,7 +18,8 @@ whose results are never used do not count) and it is not live after its region. 
 program order: first each takes a product that has no other reader (its first operand's before its
 second's), then each still unfused add takes a product all of whose readers are unfused adds, and that
 product is fused into all of them. PTX with `.target ..., debug` (nvcc -G) compiles at -O0 and is left
-alone. Unlike ptxas, a product whose mul operands are overwritten before a reader is not fused (the fused
+alone. A div.approx or div.full f32 counts as a product too: ptxas ends it with an FMUL of the divisor's
+reciprocal (MUFU.RCP) and the dividend, and fuses that FMUL by the same rule (isa.fp.fdiv_add). Unlike ptxas, a product whose mul operands are overwritten before a reader is not fused (the fused
 add could not read the old values).
 """
 from __future__ import annotations
@@ -28,10 +29,11 @@ import struct
 from functools import partial
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from isa import fp
+from isa import fold, fp
 from isa.table import Decoded, decode
 
 from emulator import ir
+from emulator.ir.fold import is_folded
 
 FLOAT_TYPES = frozenset({"f32", "f64", "f16", "f16x2", "bf16", "bf16x2"})
 #: op classes whose instructions only compute their destination (ptxas deletes them when it is never read)
@@ -81,7 +83,11 @@ def fused_instruction(mul: ir.Instr, add: ir.Instr, fusion: Fusion) -> ir.Instr:
     modifiers = ("rn",) + (("ftz",) if add_decoded.has("ftz") else ()) + \
         (("sat",) if add_decoded.has("sat") else ()) + (type_name,)
     decoded = decode("fma", modifiers)
-    if fusion.negate_product or fusion.negate_addend:
+    if _is_quotient(mul):
+        build = partial(_quotient_fma_builder, mode=mul.decoded.get("approx"), negate_product=fusion.negate_product,
+                        negate_addend=fusion.negate_addend, folded=is_folded(mul))
+        decoded = dataclasses.replace(decoded, family=dataclasses.replace(decoded.family, semantics=build))
+    elif fusion.negate_product or fusion.negate_addend:
         build = partial(_signed_fma_builder, negate_product=fusion.negate_product,
                         negate_addend=fusion.negate_addend)
         decoded = dataclasses.replace(decoded, family=dataclasses.replace(decoded.family, semantics=build))
@@ -101,6 +107,13 @@ def absorbed_instruction(mul: ir.Instr, add_pcs: List[int]) -> ir.Instr:
     info = dict(mul.info)
     info["absorbed_into"] = list(add_pcs)
     return dataclasses.replace(mul, decoded=dataclasses.replace(mul.decoded, family=family), info=info)
+
+
+def _quotient_fma_builder(decoded: Decoded, *, mode: str, negate_product: bool, negate_addend: bool, folded: bool):
+    """A div.approx/div.full.f32 fused into the add reading it: ptxas's FFMA of the reciprocal and the dividend."""
+    units = {"units": fold.UNITS} if folded else {}
+    return partial(fp.fdiv_add, mode=mode, ftz=decoded.has("ftz"), sat=decoded.has("sat"),
+                   negate_quotient=negate_product, negate_addend=negate_addend, **units)
 
 
 def _signed_fma_builder(decoded: Decoded, *, negate_product: bool, negate_addend: bool):
@@ -197,6 +210,16 @@ def _is_float_mul(instr: ir.Instr) -> bool:
         and all(isinstance(ref, (ir.RegRef, ir.ImmRef)) for ref in instr.operands[1:])
 
 
+def _is_quotient(instr: ir.Instr) -> bool:
+    """A div.approx or div.full f32: ptxas ends it with an FMUL of the reciprocal and the dividend, which it
+    fuses like a mul's product."""
+    decoded = instr.decoded
+    return decoded is not None and decoded.family.mnemonic == "div" and _float_type(instr) == "f32" \
+        and decoded.get("approx") in ("approx", "full") and len(instr.operands) == 3 \
+        and isinstance(instr.operands[0], ir.RegRef) \
+        and all(isinstance(ref, (ir.RegRef, ir.ImmRef)) for ref in instr.operands[1:])
+
+
 def multiplies_by_one(instr: ir.Instr) -> bool:
     """A float mul with the immediate ±1.0 as an operand (ptxas turns it into a move or a negation)."""
     return _is_float_mul(instr) and any(isinstance(ref, ir.ImmRef) and _immediate_value(ref) in (1.0, -1.0)
@@ -206,6 +229,8 @@ def multiplies_by_one(instr: ir.Instr) -> bool:
 def _is_product(instr: ir.Instr) -> bool:
     """A mul ptxas may fuse: float, no rounding modifier, no .sat, unguarded, no ±1.0 operand."""
     decoded = instr.decoded
+    if _is_quotient(instr):
+        return instr.guard is None
     return _is_float_mul(instr) and not decoded.has("rnd") and not decoded.has("sat") and instr.guard is None \
         and not multiplies_by_one(instr)
 
@@ -365,7 +390,7 @@ class _FunctionAnalysis:
                             operands_changed.setdefault(mul_pc, pc)
                 if copied is not None:
                     carriers[instr.operands[0].reg.index] = copied
-                if live and _is_float_mul(instr):
+                if live and (_is_float_mul(instr) or _is_quotient(instr)):
                     uses.setdefault(pc, [])
                     operands_changed.pop(pc, None)
                     carriers[instr.operands[0].reg.index] = (pc, False)

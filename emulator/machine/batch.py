@@ -360,6 +360,8 @@ class Batch:
                 pc += 1
             elif control == ir.CALL:
                 pc = execs[pc](pc, sel)
+                if pc is None:
+                    return
             elif control == ir.RETURN:
                 self._current_pc = pc
                 result = self.calls.return_from(pc, sel, execs[pc])

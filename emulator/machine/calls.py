@@ -1,23 +1,64 @@
-"""Calls: .func calls and returns with parameters in local memory, and the built-ins (printf, assert, malloc)."""
+"""Calls: .func calls (direct, through a register, recursive) and returns with parameters in local memory, and the
+built-ins (printf, assert, malloc)."""
 from __future__ import annotations
 
 import numpy as np
 
 from emulator import ir
-from emulator.machine.lanes import count_of, lanes_of, subselect, threads_of
+from emulator.machine.lanes import count_of, lanes_of, subselect
+from emulator.machine.operands import reader
 from emulator.machine.printf import format_printf, read_c_string
-from emulator.machine.stops import AssertFailure, MemoryFault
+from emulator.machine.stops import AssertFailure, IllegalInstruction, MemoryFault
 from emulator.memory import DeviceFault
+
+
+def _piece(remaining: int, address: int) -> int:
+    """The widest of 8, 4 or 1 bytes that fits the rest of a parameter and its address's alignment."""
+    for width in (8, 4):
+        if remaining >= width and address % width == 0:
+            return width
+    return 1
+
+
+#: CUDA's default per-thread stack (cudaLimitStackSize); a launch may set another (LaunchConfig.stack_bytes)
+DEFAULT_STACK_BYTES = 1024
+#: the least a call of a recursive function takes from the stack (return address and saved registers)
+CALL_OVERHEAD_BYTES = 16
+
+
+def stack_window_bytes(program: ir.Program, stack_bytes: int) -> int:
+    """Local memory per thread beyond the program's fixed variables for the frames of its recursive functions:
+    as many of the largest frame as the stack limit allows calls."""
+    frames = [info for info in program.functions.values() if info.frame_bytes is not None]
+    if not frames:
+        return 0
+    largest = max(info.frame_bytes for info in frames)
+    cheapest = min(info.stack_cost for info in frames)
+    return (stack_bytes // max(cheapest, 1) + 1) * largest + 16
 
 
 class Calls:
     """call/ret between .func functions (a per-thread return stack, parameters copied through local memory)
-    and the built-in functions PTX calls: vprintf, __assertfail, malloc and free."""
+    and the built-in functions PTX calls: vprintf, __assertfail, malloc and free.
+
+    A call through a register (`call (r), %rd, (args), prototype;`) finds its function by address, lane by lane.
+    The variables of a recursive function (FunctionInfo.frame_bytes) live in a frame per call: above the fixed
+    variables, at the address in the hidden frame register, and each call takes its stack_cost from the
+    thread's stack limit; a call that would exceed it stops the launch as the H100 does, with an illegal
+    address."""
 
     def __init__(self, batch):
         self.batch = batch
-        #: call sites by id, for the return path to copy results back
+        program = batch.program
+        #: call sites by id, for the return path to copy results back, and the function each site is in
         self.sites = {}
+        self.site_callers = {}
+        self.functions_by_address = {symbol.address: name for name, symbol in program.symbols.items()
+                                     if symbol.space == "func" and name in program.functions}
+        self.frame_register = next((reg for reg in program.registers if reg.name == ir.FRAME_REGISTER), None)
+        self.stack_limit = getattr(batch.config, "stack_bytes", DEFAULT_STACK_BYTES)
+        self.stack_base = (program.local_bytes + 15) // 16 * 16
+        self.most_registers = max((len(info.registers) for info in program.functions.values()), default=0)
 
     def bind(self, instr: ir.Instr):
         batch = self.batch
@@ -33,52 +74,144 @@ class Calls:
                     builtin(instr, site, active)
                 return pc + 1
             return call_builtin
-        callee = batch.program.functions[site.callee]
-        max_depth = len(batch.program.functions) + 1
         site_id = id(site)
         self.sites[site_id] = site
+        self.site_callers[site_id] = instr.function
+        read_target = reader(batch, site.target, "u64") if site.target is not None else None
 
         def call_function(pc, sel):
-            if guard is not None and not np.all(guard(sel)):
-                raise batch.lowering_error(instr, "predicated calls are not supported")
-            if batch.depth is None:
-                batch.depth = np.zeros(batch.n, dtype=np.int32)
-                batch.stack_pc = np.zeros((max_depth, batch.n), dtype=np.int32)
-                batch.stack_site = np.zeros((max_depth, batch.n), dtype=np.int64)
-            depth = batch.depth[sel]
-            if np.any(depth >= max_depth):
-                raise batch.lowering_error(instr, "call stack overflow")
-            lanes = lanes_of(sel, batch.n)
-            batch.stack_pc[depth, lanes] = pc + 1
-            batch.stack_site[depth, lanes] = site_id
-            batch.depth[sel] = depth + 1
-            for source, target in zip(site.arguments, callee.params):
-                self._copy_param(source, target, sel)
-            return callee.entry_pc
+            calling = sel
+            if guard is not None:
+                taken = guard(sel)
+                if not np.all(taken):
+                    batch.rpc[lanes_of(subselect(sel, ~taken), batch.n)] = pc + 1
+                    calling = subselect(sel, taken)
+                    if count_of(calling, batch.n) == 0:
+                        return None
+            lanes = lanes_of(calling, batch.n)
+            if read_target is None:
+                groups = [(site.callee, lanes)]
+            else:
+                groups = self._targets(instr, lanes, np.broadcast_to(read_target(calling), lanes.shape))
+            entries = []
+            for callee, group in groups:
+                self._push(instr, site, site_id, self.batch.program.functions[callee], pc, group)
+                entries.append((self.batch.program.functions[callee].entry_pc, group))
+            if len(entries) == 1 and calling is sel:
+                return entries[0][0]
+            for entry, group in entries:
+                batch.rpc[group] = entry
+            return None
         return call_function
 
-    def _copy_param(self, source: ir.SymbolInfo, target: ir.SymbolInfo, sel) -> None:
+    def _targets(self, instr: ir.Instr, lanes, addresses):
+        """(function, lanes) for each function the lanes' addresses name; an address that names none stops the
+        launch (the H100 stops too: the call jumps into no code)."""
+        groups = []
+        for address in np.unique(addresses):
+            name = self.functions_by_address.get(int(address))
+            group = lanes[addresses == address]
+            if name is None:
+                raise IllegalInstruction(instr, f"calls address 0x{int(address):x}, which is no function",
+                                         self.batch.place(int(group[0])))
+            groups.append((name, group))
+        return groups
+
+    def _ensure_stack(self, depth_needed: int) -> None:
         batch = self.batch
-        size = min(source.size, target.size)
-        threads = threads_of(sel)
-        n = count_of(sel, batch.n)
+        if batch.depth is None:
+            capacity = max(len(batch.program.functions) + 1, 8)
+            batch.depth = np.zeros(batch.n, dtype=np.int32)
+            batch.stack_pc = np.zeros((capacity, batch.n), dtype=np.int32)
+            batch.stack_site = np.zeros((capacity, batch.n), dtype=np.int64)
+            if self.frame_register is not None:
+                self.top = np.full(batch.n, self.stack_base, dtype=np.uint64)
+                self.used = np.zeros(batch.n, dtype=np.int64)
+                self.saved = np.zeros((capacity, 3, batch.n), dtype=np.uint64)
+                self.saved_registers = np.zeros((capacity, self.most_registers, batch.n), dtype=np.uint64)
+        capacity = batch.stack_pc.shape[0]
+        if depth_needed >= capacity:
+            grown = max(depth_needed + 1, 2 * capacity)
+            batch.stack_pc = np.concatenate([batch.stack_pc, np.zeros((grown - capacity, batch.n), np.int32)])
+            batch.stack_site = np.concatenate([batch.stack_site, np.zeros((grown - capacity, batch.n), np.int64)])
+            if self.frame_register is not None:
+                self.saved = np.concatenate([self.saved, np.zeros((grown - capacity, 3, batch.n), np.uint64)])
+                self.saved_registers = np.concatenate(
+                    [self.saved_registers, np.zeros((grown - capacity, self.most_registers, batch.n), np.uint64)])
+
+    def _frames(self, function: str, lanes):
+        """Each lane's frame address for the variables of `function` (0 for a function without a frame)."""
+        info = self.batch.program.functions.get(function)
+        if info is None or info.frame_bytes is None:
+            return np.zeros(len(lanes), dtype=np.uint64)
+        return self.batch.regs[self.frame_register.index][lanes].astype(np.uint64)
+
+    def _push(self, instr: ir.Instr, site: ir.CallSite, site_id: int, callee: ir.FunctionInfo, pc: int, lanes) -> None:
+        batch = self.batch
+        self._ensure_stack(0)
+        self._ensure_stack(int(batch.depth[lanes].max()) if len(lanes) else 0)
+        depth = batch.depth[lanes]
+        batch.stack_pc[depth, lanes] = pc + 1
+        batch.stack_site[depth, lanes] = site_id
+        batch.depth[lanes] = depth + 1
+        values = [self._read(symbol, self._frames(instr.function, lanes), lanes) for symbol in site.arguments]
+        if self.frame_register is not None:
+            frames = batch.regs[self.frame_register.index]
+            self.saved[depth, 0, lanes] = frames[lanes]
+            self.saved[depth, 1, lanes] = self.top[lanes]
+            self.saved[depth, 2, lanes] = self.used[lanes].astype(np.uint64)
+            if callee.frame_bytes is not None:
+                used = self.used[lanes] + callee.stack_cost
+                over = np.flatnonzero(used > self.stack_limit)
+                if over.size:
+                    self._overflow(instr, callee, int(lanes[over[0]]), int(used[over[0]]))
+                start = (self.top[lanes] + np.uint64(15)) // np.uint64(16) * np.uint64(16)
+                frames[lanes] = start
+                self.top[lanes] = start + np.uint64(callee.frame_bytes)
+                self.used[lanes] = used
+                for slot, index in enumerate(callee.registers):
+                    self.saved_registers[depth, slot, lanes] = batch.regs[index][lanes].astype(np.uint64)
+        callee_frames = self._frames(callee.name, lanes)
+        for value, target in zip(values, callee.params):
+            self._write(target, callee_frames, lanes, value)
+
+    def _overflow(self, instr: ir.Instr, callee: ir.FunctionInfo, thread: int, needed: int) -> None:
+        detail = (f"Stack overflow: calling {callee.name} needs {needed} bytes of stack, more than the "
+                  f"{self.stack_limit}-byte limit per thread (cudaLimitStackSize)")
+        address = int(self.top[thread]) + callee.frame_bytes
+        fault = DeviceFault("stack_overflow", "local", "store", callee.stack_cost, address, 0, detail)
+        raise MemoryFault(instr, fault, self.batch.place(thread))
+
+    def _read(self, symbol: ir.SymbolInfo, frames, lanes) -> list:
+        """A .param variable's bytes for each lane, in the widest aligned pieces."""
+        pieces = []
         offset = 0
-        while offset < size:
-            width = 8 if size - offset >= 8 and (source.address + offset) % 8 == 0 and (target.address + offset) % 8 == 0 \
-                else 4 if size - offset >= 4 and (source.address + offset) % 4 == 0 and (target.address + offset) % 4 == 0 \
-                else 1
-            src = np.full(n, source.address - ir.FUNC_PARAM_BASE + offset, dtype=np.uint64)
-            dst = np.full(n, target.address - ir.FUNC_PARAM_BASE + offset, dtype=np.uint64)
-            data = batch.memory.load("local", src, threads, width)
-            batch.memory.store("local", dst, threads, width, data)
+        base = np.uint64(symbol.address - ir.FUNC_PARAM_BASE) + frames
+        while offset < symbol.size:
+            width = _piece(symbol.size - offset, symbol.address + offset)
+            pieces.append((offset, width, self.batch.memory.load("local", base + np.uint64(offset), lanes, width)))
             offset += width
+        return pieces
+
+    def _write(self, symbol: ir.SymbolInfo, frames, lanes, pieces: list) -> None:
+        base = np.uint64(symbol.address - ir.FUNC_PARAM_BASE) + frames
+        for offset, width, data in pieces:
+            if offset + width <= symbol.size:
+                self.batch.memory.store("local", base + np.uint64(offset), lanes, width, data)
 
     def return_from(self, pc: int, sel, guard):
         batch = self.batch
         if guard is not None:
             leaving = guard(sel)
             if not np.all(leaving):
-                raise batch.lowering_error(batch.program.instrs[pc], "predicated ret is not supported")
+                batch.rpc[lanes_of(subselect(sel, ~leaving), batch.n)] = pc + 1
+                sel = subselect(sel, leaving)
+                if count_of(sel, batch.n) == 0:
+                    return None
+                result = self.return_from(pc, sel, None)
+                if result is not None:
+                    batch.rpc[lanes_of(result[1], batch.n)] = result[0]
+                return None
         if batch.depth is None or np.any(batch.depth[sel] == 0):
             batch.exit_threads(sel, None)
             return None
@@ -88,11 +221,21 @@ class Calls:
         targets = batch.stack_pc[depth, lanes]
         sites = batch.stack_site[depth, lanes]
         callee = batch.program.functions[batch.program.instrs[pc].function]
+        returned = [self._read(symbol, self._frames(callee.name, lanes), lanes) for symbol in callee.returns]
+        if self.frame_register is not None:
+            for slot, index in enumerate(callee.registers):
+                storage = batch.regs[index]
+                storage[lanes] = self.saved_registers[depth, slot, lanes].astype(storage.dtype)
+            batch.regs[self.frame_register.index][lanes] = self.saved[depth, 0, lanes]
+            self.top[lanes] = self.saved[depth, 1, lanes]
+            self.used[lanes] = self.saved[depth, 2, lanes].astype(np.int64)
         for site_id in np.unique(sites):
             site = self.sites[int(site_id)]
-            group = lanes[sites == site_id]
-            for source, target in zip(callee.returns, site.returns):
-                self._copy_param(source, target, group)
+            chosen = sites == site_id
+            group = lanes[chosen]
+            caller_frames = self._frames(self.site_callers[int(site_id)], group)
+            for pieces, target in zip(returned, site.returns):
+                self._write(target, caller_frames, group, [(o, w, data[chosen]) for o, w, data in pieces])
         if np.all(targets == targets[0]):
             return int(targets[0]), sel
         batch.rpc[lanes] = targets

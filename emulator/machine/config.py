@@ -32,6 +32,8 @@ class LaunchConfig:
     constant_banks: Dict[int, np.ndarray] = field(compare=False, default_factory=dict)
     #: %envreg0..31 as a driver sets them (a cooperative launch's grid-sync workspace is %envreg1:%envreg2)
     environment: Dict[int, int] = field(compare=False, default_factory=dict)
+    #: the per-thread stack recursive functions' frames take from (cudaLimitStackSize; CUDA's default 1 KiB)
+    stack_bytes: int = 1024
 
     @property
     def threads_per_cta(self) -> int:

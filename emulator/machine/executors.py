@@ -374,6 +374,15 @@ def _spread(batch, per_warp: np.ndarray, sel):
     return per_warp[lanes_of(sel, batch.n) >> 5]
 
 
+def _member_masks(batch, instr: ir.Instr, position: int):
+    """A function sel -> each lane's membermask laid out (warps, 32), for a .sync warp instruction whose
+    membermask is operand `position`; None for the forms without one."""
+    if len(instr.operands) <= position:
+        return None
+    read = reader(batch, instr.operands[position], "b32")
+    return lambda sel: _by_warp(batch, sel, read(sel), np.uint32)
+
+
 @builds("activemask", guards_itself=True)
 def build_activemask(batch, instr: ir.Instr) -> Callable:
     write = writer(batch, instr.operands[0], "b32")
@@ -391,9 +400,14 @@ def build_vote(batch, instr: ir.Instr) -> Callable:
     read = reader(batch, pred_ref, "pred")
     write = writer(batch, dest, "b32" if mode == "ballot" else "pred")
     vote = semantics(instr.decoded)
+    member_masks = _member_masks(batch, instr, 2)
 
     def execute(sel):
         active = _active_mask(batch, sel).reshape(-1, warp.WARP_SIZE)
+        if member_masks is not None:
+            result = vote(_by_warp(batch, sel, read(sel), bool), active, member_masks(sel))
+            write(sel, result.reshape(-1)[sel])
+            return
         result = vote(_by_warp(batch, sel, read(sel), bool), active)
         write(sel, _spread(batch, result, sel))
     return guarded(batch, instr, execute)
@@ -414,16 +428,24 @@ def build_shfl(batch, instr: ir.Instr) -> Callable:
     else:
         write_d, write_p = writer(batch, dest, "b32"), None
     lane_ids = batch.lane_ids
+    read_mask = reader(batch, instr.operands[4], "b32") if len(instr.operands) > 4 else None
 
     def execute(sel):
         lanes = lanes_of(sel, batch.n)
         lane = lane_ids[sel].astype(np.int64)
         source_lane, valid = source_of(lane, read_b(sel), read_c(sel))
+        source_thread = lanes - lane + source_lane
         if source is not None:
-            values = source[lanes - lane + source_lane]
+            values = source[source_thread]
         else:
             values = np.broadcast_to(read_a(sel), lanes.shape)
-        write_d(sel, values)
+        active = _active_mask(batch, sel)
+        participates = active[source_thread]
+        if read_mask is not None:
+            named = (np.asarray(read_mask(sel)).astype(np.uint32) >> source_lane.astype(np.uint32)) & 1
+            participates = participates & (named != 0)
+        own = source[lanes] if source is not None else values
+        write_d(sel, warp.shfl_value(values, own, valid, participates))
         if write_p is not None:
             write_p(sel, valid)
     return guarded(batch, instr, execute)
@@ -441,10 +463,12 @@ def build_match(batch, instr: ir.Instr) -> Callable:
     else:
         write_d, write_p = writer(batch, dest, "b32"), None
     match = semantics(decoded)
+    member_masks = _member_masks(batch, instr, 2)
 
     def execute(sel):
         active = _active_mask(batch, sel).reshape(-1, warp.WARP_SIZE)
-        masks, agree = match(_by_warp(batch, sel, read(sel), dtype), active)
+        masks, agree = match(_by_warp(batch, sel, read(sel), dtype), active,
+                             member_masks(sel) if member_masks is not None else None)
         write_d(sel, masks.reshape(-1)[sel])
         if write_p is not None and mode == "all":
             write_p(sel, agree.reshape(-1)[sel])
@@ -458,9 +482,13 @@ def build_redux(batch, instr: ir.Instr) -> Callable:
     dtype = TYPES[decoded.type].dtype
     read = reader(batch, instr.operands[1], decoded.type)
     write = writer(batch, instr.operands[0], decoded.type)
+    member_masks = _member_masks(batch, instr, 2)
 
     def execute(sel):
         active = _active_mask(batch, sel).reshape(-1, warp.WARP_SIZE)
+        if member_masks is not None:
+            write(sel, reduce(_by_warp(batch, sel, read(sel), dtype), active, member_masks(sel)).reshape(-1)[sel])
+            return
         write(sel, _spread(batch, reduce(_by_warp(batch, sel, read(sel), dtype), active), sel))
     return guarded(batch, instr, execute)
 

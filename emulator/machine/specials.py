@@ -58,9 +58,12 @@ def special_value(batch, name: str):
         return counter
     if base == "dynamic_smem_size":
         return np.uint32(config.dynamic_shared)
-    if base in ("total_smem_size", "aggr_smem_size"):
-        user = (config.shared_bytes - ir.SHARED_RESERVED_BYTES + 127) // 128 * 128
-        return np.uint32(user + (ir.SHARED_RESERVED_BYTES if base == "aggr_smem_size" else 0))
+    if base == "total_smem_size":
+        return np.uint32((config.shared_bytes - ir.SHARED_RESERVED_BYTES + 127) // 128 * 128)
+    if base == "aggr_smem_size":
+        # the reserved KB and the block's bytes as laid out, not rounded (the H100: 1140 for 1 static byte + 100
+        # dynamic bytes at offset 16, where %total_smem_size is 128)
+        return np.uint32(config.shared_bytes)
     if base in RESERVED_SHARED_REGISTERS:
         return np.uint32(RESERVED_SHARED_REGISTERS[base])
     if base in ("cluster_nctaid",):

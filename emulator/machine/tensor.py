@@ -17,9 +17,9 @@ from emulator.machine.operands import AddressPlan, access, guarded, reader, writ
 from emulator.machine.registry import builds
 from emulator.memory import DeviceFault
 from isa import memory as memory_semantics
-from isa.tensor import (WMMA_SHAPES, element_bytes, element_values, fma_chain, fragment_layout, fragments_matrix,
-                        matrix_fragments, mbarrier_pack, mbarrier_settle, mbarrier_unpack, tensor_core_sum, wmma_dims,
-                        wmma_slots, wmma_words)
+from isa.tensor import (ELEMENTS_PER_WORD, WMMA_SHAPES, element_bytes, element_values, fma_chain, fragment_layout,
+                        fragments_matrix, integer_mma, matrix_fragments, mbarrier_pack, mbarrier_settle,
+                        mbarrier_unpack, tensor_core_sum, wmma_dims, wmma_slots, wmma_words)
 
 # ---- cp.async ---------------------------------------------------------------------------------------
 
@@ -67,6 +67,8 @@ def build_cp_async(batch, instr: ir.Instr):
     op = decoded.get("cpop")
     if op == "commit_group":
         return guarded(batch, instr, lambda sel: _copies(batch).commit(lanes_of(sel, batch.n)))
+    if op == "mbarrier":
+        return _build_cp_async_arrive(batch, instr)
     if op in ("wait_group", "wait_all"):
         keep_reader = reader(batch, instr.operands[0], "u32") if op == "wait_group" else (lambda sel: 0)
 
@@ -108,6 +110,37 @@ def build_cp_async(batch, instr: ir.Instr):
                 data[part, offset] = read(space, addresses[part] + np.uint64(offset), lanes[part], 1)[:, 0]
         _copies(batch).issue(instr, lanes, targets.copy(), data)
     return guarded(batch, instr, issue)
+
+
+def _build_cp_async_arrive(batch, instr: ir.Instr):
+    """cp.async.mbarrier.arrive[.noinc] [mbar]: the arrive-on the mbarrier gets once the thread's earlier cp.async
+    copies complete. They complete here (a copy may complete at any time before its wait); without .noinc the
+    pending count is raised by one before that arrive, so the object is left as it was."""
+    if instr.decoded.get("cparrive") != "arrive":
+        raise batch.lowering_error(instr, "cp.async.mbarrier needs .arrive")
+    plan = AddressPlan(batch, instr, instr.operands[0], "shared")
+    noinc = instr.decoded.has("noinc")
+
+    def arrive(sel):
+        threads = lanes_of(sel, batch.n)
+        copies = _copies(batch)
+        try:
+            copies.complete(batch, threads, -1)
+        except DeviceFault as fault:
+            raise batch.memory_fault(instr, fault, None) from None
+        if not noinc:
+            return
+        space, addresses, owners = plan.addresses(sel)
+        owners = threads if owners is None else owners
+        for i in range(len(threads)):
+            try:
+                word = int(batch.memory.load(space, addresses[i:i + 1], owners[i:i + 1], 8).view(np.uint64)[0, 0])
+                expected, pending, transactions, phase = mbarrier_unpack(word)
+                new = mbarrier_pack(*mbarrier_settle(expected, pending - 1, transactions, phase))
+                batch.memory.store(space, addresses[i:i + 1], owners[i:i + 1], 8, np.array([new], dtype=np.uint64))
+            except DeviceFault as fault:
+                raise batch.memory_fault(instr, fault, int(owners[i])) from None
+    return guarded(batch, instr, arrive)
 
 
 # ---- ldmatrix ---------------------------------------------------------------------------------------
@@ -303,14 +336,18 @@ def build_wmma(batch, instr: ir.Instr):
         take = wanted[threads]
         if op == "load":
             raw = access(batch, instr, "load", space, addresses.reshape(-1), owners, size)
-            values = element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
-                len(warps), elements), kind) if kind not in ("f16", "bf16") else None
+            if size == 1:
+                octets = raw.reshape(len(warps), elements)
+                values = (octets.view(np.int8) if kind == "s8" else octets).astype(np.float64)
+            elif kind not in ("f16", "bf16"):
+                values = element_values(raw.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size]).reshape(
+                    len(warps), elements), kind)
             if kind in ("f16", "bf16"):
                 bits = raw.view(np.uint16).reshape(len(warps), elements)
                 values = (bits.view(np.float16).astype(np.float64) if kind == "f16"
                           else (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64))
             per_thread = values.reshape(len(warps) * 32, per_lane)
-            slots = len(registers) * (2 if kind in ("f16", "bf16") else 1)
+            slots = len(registers) * ELEMENTS_PER_WORD.get(kind, 1)
             filled = np.tile(per_thread, (1, slots // per_lane))
             words = wmma_words(filled, kind, len(registers))
             for index, write in enumerate(writes):
@@ -324,6 +361,8 @@ def build_wmma(batch, instr: ir.Instr):
                 raw = raw.reshape(-1)
             elif kind == "f64":
                 raw = values.reshape(-1).astype(np.float64)
+            elif kind == "s32":
+                raw = values.reshape(-1).astype(np.int64).astype(np.int32)
             else:
                 raw = values.reshape(-1).astype(np.float32)
             targets = addresses.reshape(-1)
@@ -356,9 +395,14 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
         a = gather(a_read, threads, input_kind, m * k // 32).reshape(-1, m, k)
         b = gather(b_read, threads, input_kind, k * n // 32).reshape(-1, k, n)
         c = gather(c_read, threads, ctype, m * n // 32).reshape(-1, m, n)
-        d = tensor_core_sum(a, b.swapaxes(1, 2), c, input_kind, dtype).astype(np.float64)
+        if dtype == "s32":
+            d = integer_mma(a, b.swapaxes(1, 2), c, decoded.has("satfinite"))
+        elif input_kind == "f64":
+            d = fma_chain(a, b, c)
+        else:
+            d = tensor_core_sum(a, b.swapaxes(1, 2), c, input_kind, dtype).astype(np.float64)
         d = d.reshape(len(warps) * 32, m * n // 32)
-        slots = len(d_write) * (2 if dtype in ("f16", "bf16") else 1)
+        slots = len(d_write) * ELEMENTS_PER_WORD.get(dtype, 1)
         words = wmma_words(np.tile(d, (1, slots // d.shape[1])), dtype, len(d_write))
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True

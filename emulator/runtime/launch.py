@@ -13,6 +13,7 @@ from emulator.base.errors import DeviceError, LaunchError, UsageError
 from emulator.frontend.sass.program import SassProgram
 from emulator.ir.uniform import uniform_registers
 from emulator.machine.batch import Batch, BatchLayout
+from emulator.machine.calls import stack_window_bytes
 from emulator.machine.config import LaunchConfig
 from emulator.machine.stops import MachineStop, StepLimit
 from emulator.runtime import budget
@@ -121,15 +122,15 @@ class Launch:
         for value, limit, what in zip(self.block, MAX_BLOCK, "xyz"):
             if value < 1 or value > limit:
                 raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                                  f"block dimension {what}={value} of {name} is outside 1..{limit}")
+                                  f"block dimension {what}={value} of {name} is outside 1..{limit}", configuration=True)
         threads = self.block[0] * self.block[1] * self.block[2]
         if threads > MAX_THREADS_PER_BLOCK:
             raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                              f"{threads} threads per block for {name}; the limit is {MAX_THREADS_PER_BLOCK}")
+                              f"{threads} threads per block for {name}; the limit is {MAX_THREADS_PER_BLOCK}", configuration=True)
         for value, limit, what in zip(self.grid, MAX_GRID, "xyz"):
             if value < 1 or value > limit:
                 raise LaunchError("CUDA_ERROR_INVALID_VALUE",
-                                  f"grid dimension {what}={value} of {name} is outside 1..{limit}")
+                                  f"grid dimension {what}={value} of {name} is outside 1..{limit}", configuration=True)
         directives = self.program.directives
         if "maxntid" in directives:
             limit = int(np.prod(directives["maxntid"]))
@@ -205,7 +206,7 @@ class Launch:
         return LaunchConfig(self.grid, self.block, self.dynamic_shared, self.shared_bytes, self.arch,
                             self.spin_limit, self.const_base, self.const_size, self.param_base,
                             self.program.param_bytes, self.grid_id, self.device.write_stdout, banks,
-                            dict(self.environment))
+                            dict(self.environment), stack_bytes=self.device.stack_bytes)
 
     def _run_batches(self, stats: LaunchStats, max_steps: int, batch_bytes: int, progress) -> None:
         config = self.config
@@ -213,14 +214,15 @@ class Launch:
         ctas_per_batch = max(1, min(total_ctas, batch_bytes // max(self._bytes_per_cta(), 1)))
         sink = FAULT_SINK_BYTES if self.fault_sink else 0
         self.shared_sink = _align16(self.shared_bytes)
-        self.local_sink = _align16(self.program.local_bytes)
+        local_bytes = self.program.local_bytes + stack_window_bytes(self.program, config.stack_bytes)
+        self.local_sink = _align16(local_bytes)
         cta = 0
         remaining = max_steps
         while cta < total_ctas:
             count = min(ctas_per_batch, total_ctas - cta)
             self.memory.set_windows(n_ctas=count, threads_per_cta=config.padded_threads_per_cta,
                                     shared_bytes=self.shared_sink + sink if sink else self.shared_bytes,
-                                    local_bytes=self.local_sink + sink if sink else self.program.local_bytes)
+                                    local_bytes=self.local_sink + sink if sink else local_bytes)
             batch = Batch(config, self.program, self.memory, cta, count, layout=self.batch_layout(count),
                           uniform=self.uniform_registers(), observer=self.observer, policy=self.policy)
             if self.observer is not None:

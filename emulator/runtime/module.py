@@ -15,11 +15,12 @@ from emulator.base.sources import read_program
 from emulator.frontend import cuda
 from emulator.frontend.ptx import syntax as S
 from emulator.frontend.ptx.cache import parse_cached
-from emulator.frontend.ptx.lower import immediate_problem, lower_kernel, variable_align, variable_size
+from emulator.frontend.ptx.lower import function_symbols, immediate_problem, lower_kernel, variable_align, variable_size
 from emulator.frontend.sass import looks_like_sass
 from emulator.frontend.sass.lower import lower_function
 from emulator.frontend.sass.parse import parse_listing
 from emulator.frontend.sass.program import SassProgram
+from emulator.machine.calls import DEFAULT_STACK_BYTES
 from emulator.machine.operands import immediate
 from emulator.machine.sass import BANK_BYTES
 from emulator.memory import Memory
@@ -53,6 +54,8 @@ class Device:
         self.launches = 0
         self.arch = arch_number(arch)
         self.spin_limit = int(spin_limit)
+        #: per-thread stack for recursive functions' frames (cudaDeviceSetLimit(cudaLimitStackSize, ...))
+        self.stack_bytes = DEFAULT_STACK_BYTES
 
     def write_stdout(self, text: str) -> None:
         stream = self.stdout if self.stdout is not None else sys.stdout
@@ -102,6 +105,7 @@ class Module:
     def _load_variables(self) -> None:
         memory = self.device.memory
         self._check_variable_memory()
+        self.symbols.update(function_symbols(self.syntax))
         const_decls = [d for d in self.syntax.variables if d.space == "const"]
         offset = 0
         for decl in const_decls:

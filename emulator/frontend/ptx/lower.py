@@ -1,6 +1,7 @@
 """Syntax tree → IR for one kernel: lexical register scopes, labels → pcs, symbols → addresses."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Dict, List, Optional, Tuple
@@ -9,10 +10,13 @@ from emulator import ir
 from emulator.base.errors import PTXSemanticError
 from emulator.frontend.ptx import syntax as S
 from emulator.ir.contract import contract as contract_products
+from emulator.ir.fold import fold_constants
 from isa.table import DecodeError, decode
 from isa.types import TYPES, storage_dtype
 
 BUILTIN_FUNCTIONS = ("vprintf", "__assertfail", "malloc", "free")
+#: a call's return address, which a recursive function keeps in its stack frame
+RETURN_ADDRESS_BYTES = 8
 MAX_LOCAL_BYTES = 512 * 1024
 
 SPECIAL_REGISTERS = {
@@ -71,6 +75,60 @@ def called_functions(function: S.Function) -> List[str]:
                     names.append(operand.name)
                     break
     return names
+
+
+def calls_indirectly(function: S.Function) -> bool:
+    """Whether the function has a call through a register (`call (r), %rd, (args), prototype;`)."""
+    if function.body is None:
+        return False
+    for statement in _walk(function.body):
+        if isinstance(statement, S.Instruction) and statement.opcode == "call":
+            first = next((operand for operand in statement.operands if not isinstance(operand, S.CallList)), None)
+            if isinstance(first, S.Reg):
+                return True
+    return False
+
+
+def _registers_of(ref) -> List[int]:
+    if isinstance(ref, ir.RegRef):
+        return [ref.reg.index]
+    if isinstance(ref, ir.NotRef):
+        return _registers_of(ref.reg)
+    if isinstance(ref, ir.AddrRef):
+        return _registers_of(ref.base) if ref.base is not None else []
+    if isinstance(ref, (ir.VecRef,)):
+        return [index for item in ref.items for index in _registers_of(item)]
+    if isinstance(ref, ir.PredPairRef):
+        return _registers_of(ref.first) + (_registers_of(ref.second) if ref.second is not None else [])
+    return []
+
+
+def _has_destination(instr: ir.Instr) -> bool:
+    return instr.decoded is not None and instr.decoded.signature.dest is not None and bool(instr.operands)
+
+
+def _register_writes(instr: ir.Instr) -> List[int]:
+    return _registers_of(instr.operands[0]) if _has_destination(instr) else []
+
+
+def _register_reads(instr: ir.Instr) -> List[int]:
+    sources = instr.operands[1:] if _has_destination(instr) else instr.operands
+    return [index for ref in sources for index in _registers_of(ref)]
+
+
+def function_symbols(module: S.Module) -> Dict[str, ir.SymbolInfo]:
+    """The address of every .func with a body, for `mov.u64 %rd, f`, initialisers and indirect calls."""
+    functions = [fn for fn in module.functions if fn.kind == "func" and fn.body is not None]
+    return {fn.name: ir.SymbolInfo(fn.name, "func", ir.FUNCTION_ADDRESS_BASE + 16 * index, 0, 16)
+            for index, fn in enumerate(functions)}
+
+
+def _initialiser_names(value) -> List[str]:
+    if isinstance(value, list):
+        return [name for item in value for name in _initialiser_names(item)]
+    if isinstance(value, tuple) and value[0] in ("symbol", "generic"):
+        return [value[1]]
+    return []
 
 
 def referenced_symbols(function: S.Function) -> set:
@@ -161,6 +219,13 @@ class KernelLowering:
         self.shared_bytes = 0
         self.has_dynamic_shared = False
         self.pending_branches: List[Tuple[ir.Instr, str, S.Instruction]] = []
+        #: functions that can be active twice in a thread, their frames' sizes and .local bytes
+        self.recursive: set = set()
+        self.frame_bytes: Dict[str, int] = {}
+        self.local_variable_bytes: Dict[str, int] = {}
+        self.framed_symbols: set = set()
+        self.keep_alive: List[ir.SymbolInfo] = []
+        self.frame_register: Optional[ir.RegInfo] = None
 
     def error(self, pos: S.Pos, message: str) -> PTXSemanticError:
         return PTXSemanticError(self.source, pos.line, pos.col + 0, _LONG_WORD.sub(_shorten, message))
@@ -171,9 +236,15 @@ class KernelLowering:
         order = [self.kernel]
         seen = {self.kernel.name}
         stack = [self.kernel]
+        indirect_targets: List[str] = []
         while stack:
             fn = stack.pop()
-            for callee in called_functions(fn):
+            callees = called_functions(fn)
+            if calls_indirectly(fn) and not indirect_targets:
+                indirect_targets = self._address_taken(by_name)
+            if calls_indirectly(fn):
+                callees = callees + indirect_targets
+            for callee in callees:
                 if callee in seen or callee in BUILTIN_FUNCTIONS:
                     continue
                 target = by_name.get(callee)
@@ -185,24 +256,37 @@ class KernelLowering:
         for fn in order:
             if fn.body is None and fn.name != self.kernel.name and fn.name not in BUILTIN_FUNCTIONS:
                 raise self.error(fn.pos, f"call to external function '{fn.name}' is not supported")
-        self._check_recursion(order, by_name)
+        self.recursive = self._recursive_functions(order, indirect_targets)
         return order
 
-    def _check_recursion(self, functions, by_name) -> None:
-        graph = {fn.name: [c for c in called_functions(fn) if c in by_name] for fn in functions}
-        state: Dict[str, int] = {}
+    def _address_taken(self, by_name) -> List[str]:
+        """The .funcs whose address some function or initialiser takes: what an indirect call may reach."""
+        names = set()
+        for fn in self.module.functions:
+            names |= referenced_symbols(fn)
+        for decl in self.module.variables:
+            names.update(_initialiser_names(decl.init))
+        return sorted(name for name in names if name in by_name and by_name[name].kind == "func"
+                      and by_name[name].body is not None)
 
-        def visit(name, path):
-            state[name] = 1
-            for callee in graph.get(name, ()):
-                if state.get(callee) == 1:
-                    raise self.error(by_name[callee].pos,
-                                     f"recursive call {' -> '.join(path + [callee])} is not supported")
-                if state.get(callee) is None:
-                    visit(callee, path + [callee])
-            state[name] = 2
-
-        visit(self.kernel.name, [self.kernel.name])
+    def _recursive_functions(self, functions: List[S.Function], indirect_targets: List[str]) -> set:
+        """The functions on a cycle of the call graph (an indirect call may reach every address-taken function):
+        those that can be active twice in one thread, so their variables need a frame per call."""
+        names = {fn.name for fn in functions}
+        graph = {fn.name: [c for c in called_functions(fn) + (indirect_targets if calls_indirectly(fn) else [])
+                           if c in names] for fn in functions}
+        recursive = set()
+        for start in graph:
+            stack, seen = list(graph[start]), set()
+            while stack:
+                name = stack.pop()
+                if name == start:
+                    recursive.add(start)
+                    break
+                if name not in seen:
+                    seen.add(name)
+                    stack.extend(graph[name])
+        return recursive
 
     def _layout_shared(self, functions: List[S.Function]) -> None:
         """ptxas's layout (sm_90): after the driver's reserved kilobyte, the kernel's own variables, then the
@@ -252,11 +336,42 @@ class KernelLowering:
             self.has_dynamic_shared = True
         self.shared_bytes = window - ir.SHARED_RESERVED_BYTES
 
-    def _alloc_local(self, size: int, align: int) -> int:
+    def _kept_across_calls(self, info: ir.FunctionInfo) -> int:
+        """Bytes of the registers a function writes before one of its calls and reads after it: what ptxas
+        keeps in the function's stack frame over the call (an estimate of its spills)."""
+        pcs = [instr.pc for instr in self.instrs if instr.function == info.name]
+        written: set = set()
+        kept: set = set()
+        calls_seen: List[set] = []
+        for pc in pcs:
+            instr = self.instrs[pc]
+            for before in calls_seen:
+                kept |= before & set(_register_reads(instr))
+            if instr.control == ir.CALL:
+                calls_seen.append(set(written))
+            written |= set(_register_writes(instr))
+        return sum(max(self.registers[index].storage.itemsize, 4) for index in kept
+                   if self.registers[index].type != "pred")
+
+    def _alloc_local(self, size: int, align: int, fn: Optional[S.Function] = None) -> int:
+        """An offset in the thread's local memory; for a recursive function's variables, in its frame."""
+        if fn is not None and fn.name in self.recursive:
+            frame = _align_up(self.frame_bytes.get(fn.name, 0), max(align, 1))
+            self.frame_bytes[fn.name] = frame + size
+            return frame
         self.local_bytes = _align_up(self.local_bytes, max(align, 1))
         offset = self.local_bytes
         self.local_bytes += size
         return offset
+
+    def _framed(self, symbol: Optional[ir.SymbolInfo]) -> bool:
+        return symbol is not None and id(symbol) in self.framed_symbols
+
+    def _frame_symbol(self, symbol: ir.SymbolInfo, fn: Optional[S.Function]) -> ir.SymbolInfo:
+        if fn is not None and fn.name in self.recursive:
+            self.framed_symbols.add(id(symbol))
+            self.keep_alive.append(symbol)
+        return symbol
 
     # ---- registers and symbols ----
     def _new_register(self, name: str, type_name: str) -> ir.RegInfo:
@@ -282,26 +397,32 @@ class KernelLowering:
             scope.symbols[decl.name] = self._function_shared[fn.name][decl.name]
         elif decl.space == "local":
             size, align = variable_size(decl), variable_align(decl)
-            scope.symbols[decl.name] = ir.SymbolInfo(decl.name, "local", self._alloc_local(size, align), size, align)
+            symbol = ir.SymbolInfo(decl.name, "local", self._alloc_local(size, align, fn), size, align)
+            scope.symbols[decl.name] = self._frame_symbol(symbol, fn)
+            if fn.name in self.recursive:
+                self.local_variable_bytes[fn.name] = self.local_variable_bytes.get(fn.name, 0) + size
         elif decl.space == "param":
             size, align = variable_size(decl), variable_align(decl)
-            offset = self._alloc_local(size, align)
-            scope.symbols[decl.name] = ir.SymbolInfo(decl.name, "fparam", ir.FUNC_PARAM_BASE + offset, size, align)
+            offset = self._alloc_local(size, align, fn)
+            symbol = ir.SymbolInfo(decl.name, "fparam", ir.FUNC_PARAM_BASE + offset, size, align)
+            scope.symbols[decl.name] = self._frame_symbol(symbol, fn)
         elif decl.space in ("global", "const"):
             raise self.error(decl.pos, f"function-scope .{decl.space} variables are not supported")
         else:
             raise self.error(decl.pos, f"unsupported state space .{decl.space}")
 
-    def _param_symbol(self, decl: S.ParamDecl) -> ir.SymbolInfo:
+    def _param_symbol(self, decl: S.ParamDecl, fn: S.Function) -> ir.SymbolInfo:
         size = type_size(decl.type) * decl.element_count
         align = max(decl.align or 1, type_size(decl.type))
-        offset = self._alloc_local(size, align)
-        return ir.SymbolInfo(decl.name, "fparam", ir.FUNC_PARAM_BASE + offset, size, align)
+        offset = self._alloc_local(size, align, fn)
+        return self._frame_symbol(ir.SymbolInfo(decl.name, "fparam", ir.FUNC_PARAM_BASE + offset, size, align), fn)
 
     # ---- instructions ----
     def lower(self) -> ir.Program:
         functions = self._reachable()
         self._layout_shared(functions)
+        if self.recursive:
+            self.frame_register = self._new_register(ir.FRAME_REGISTER, "u64")
         kernel_params, param_bytes = self._kernel_params()
         root = _Scope(None, self._new_register)
         root.symbols.update(self.module_symbols)
@@ -309,8 +430,8 @@ class KernelLowering:
         function_scopes = {}
         for fn in functions[1:]:
             scope = _Scope(root)
-            params = tuple(self._param_symbol(p) for p in fn.params)
-            returns = tuple(self._param_symbol(p) for p in fn.returns)
+            params = tuple(self._param_symbol(p, fn) for p in fn.params)
+            returns = tuple(self._param_symbol(p, fn) for p in fn.returns)
             for symbol in params + returns:
                 scope.symbols[symbol.name] = symbol
             for decl in fn.params + fn.returns:
@@ -331,7 +452,10 @@ class KernelLowering:
             self._loc: Optional[Tuple[str, int]] = None
             self._inlined: Tuple[ir.InlineFrame, ...] = ()
             self._loc_scopes: Dict[Tuple[int, int, int], Tuple[ir.InlineFrame, ...]] = {}
+            first_register = len(self.registers)
             self._lower_block(fn, fn.body, _Scope(function_scopes[fn.name]))
+            if fn.name in self.recursive:
+                self.functions[fn.name].registers = tuple(range(first_register, len(self.registers)))
             if self._falls_off_the_end(fn):
                 self.instrs.append(self._implicit_return(fn))
             for instr, syntax in self._function_pending:
@@ -342,6 +466,11 @@ class KernelLowering:
                 instr.operands = (ir.LabelRef(name, instr.target),)
             for name, pc in self._current_labels.items():
                 self.labels.setdefault(name, pc)
+        for name in self.recursive:
+            info = self.functions[name]
+            info.frame_bytes = _align_up(self.frame_bytes.get(name, 0), 16)
+            info.stack_cost = _align_up(self.local_variable_bytes.get(name, 0) + self._kept_across_calls(info)
+                                        + RETURN_ADDRESS_BYTES, 16)
         if self.local_bytes > MAX_LOCAL_BYTES:
             raise self.error(self.kernel.pos, f"{self.local_bytes} bytes of local memory per thread exceed the "
                                               f"{MAX_LOCAL_BYTES}-byte limit")
@@ -431,9 +560,23 @@ class KernelLowering:
             instr.operands = self._call_operands(syntax, scope)
             return instr
         instr.operands = tuple(self._operand(operand, syntax, scope) for operand in syntax.operands)
+        framed = [ref for ref in instr.operands if isinstance(ref, ir.SymRef) and self._framed(ref.symbol)]
+        if framed:
+            return self._frame_address(instr, framed[0], syntax)
         self._check_operand_count(instr, syntax)
         self._check_operand_kinds(instr, syntax)
         return instr
+
+    def _frame_address(self, instr: ir.Instr, ref: ir.SymRef, syntax: S.Instruction) -> ir.Instr:
+        """`mov.u64 %r, var` of a recursive function's .local/.param variable: the running frame's address of
+        it, `add.u64 %r, <frame>, offset`."""
+        if instr.decoded.family.mnemonic != "mov" or len(instr.operands) != 2 or instr.operands[1] is not ref:
+            raise self.error(syntax.pos, f"'{ref.symbol.name}' lives in the frame of a recursive function: only "
+                                         f"mov may take its address")
+        decoded = decode("add", ("u64",))
+        operands = (instr.operands[0], ir.RegRef(self.frame_register),
+                    ir.ImmRef("int", ref.symbol.address + ref.offset))
+        return dataclasses.replace(instr, opcode="add.u64", decoded=decoded, operands=operands)
 
     def _check_operand_count(self, instr: ir.Instr, syntax: S.Instruction) -> None:
         family = instr.decoded.family
@@ -477,8 +620,14 @@ class KernelLowering:
         if operands and isinstance(operands[0], S.CallList):
             returns = [self._call_param(item, syntax, scope) for item in operands[0].items]
             operands = operands[1:]
+        if operands and isinstance(operands[0], S.Reg):
+            target = self._reg_operand(operands[0].name, syntax, scope)
+            arguments = []
+            if len(operands) > 1 and isinstance(operands[1], S.CallList):
+                arguments = [self._call_param(item, syntax, scope) for item in operands[1].items]
+            return (ir.CallSite("", tuple(arguments), tuple(returns), target),)
         if not operands or not isinstance(operands[0], S.Sym):
-            raise self.error(syntax.pos, "indirect calls (call through a register) are not supported")
+            raise self.error(syntax.pos, "call needs a function name or a register holding a function's address")
         callee = operands[0].name
         arguments: List[ir.SymbolInfo] = []
         if len(operands) > 1 and isinstance(operands[1], S.CallList):
@@ -536,6 +685,8 @@ class KernelLowering:
             symbol = scope.symbol(operand.base.name)
             if symbol is None:
                 raise self.error(syntax.pos, f"undeclared name '{operand.base.name}'")
+            if self._framed(symbol):
+                return ir.AddrRef(ir.RegRef(self.frame_register), None, symbol.address + operand.offset)
             return ir.AddrRef(None, symbol, operand.offset)
         raise self.error(syntax.pos, f"operand {operand} is not allowed here")
 
@@ -573,7 +724,8 @@ def immediate_problem(ref: ir.ImmRef, type_name: str) -> Optional[str]:
 
 def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, ir.SymbolInfo],
                  contract: bool = True) -> ir.Program:
-    """The kernel's program; contract: make the FMA contractions ptxas makes (emulator.contract)."""
+    """The kernel's program with ptxas's folds of approximate instructions on constants (emulator.ir.fold);
+    contract: make the FMA contractions ptxas makes (emulator.ir.contract)."""
     kernel = next((fn for fn in module.functions if fn.name == kernel_name and fn.kind == "entry"), None)
     if kernel is None:
         raise KeyError(kernel_name)
@@ -581,7 +733,9 @@ def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, i
         raise PTXSemanticError(module.source_name, kernel.pos.line, kernel.pos.col,
                                f"kernel '{kernel_name}' has no body")
     program = KernelLowering(module, kernel, module_symbols).lower()
-    return contract_products(program, module.target) if contract else program
+    if not contract:
+        return program
+    return contract_products(fold_constants(program, module.target), module.target)
 
 
 def _source_location(module: S.Module, loc: S.SourceLoc, scopes):

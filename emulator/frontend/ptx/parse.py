@@ -263,6 +263,15 @@ class _ToSyntax(Transformer):
     def ptr_attr(self, items):
         return ("ptr", None)
 
+    def var_attribute(self, items):
+        return ("attribute", str(items[0])[1:])
+
+    def callprototype(self, items):
+        return None
+
+    def proto_list(self, items):
+        return None
+
     def ptr_space(self, items):
         return ("ptr_space", str(items[0])[1:])
 
@@ -302,22 +311,25 @@ class _ToSyntax(Transformer):
         vector = 1
         type_name = None
         decls = []
+        attributes = []
         for item in items[1:]:
             if isinstance(item, Token) and item.type == "TYPE":
                 type_name = str(item)[1:]
+            elif isinstance(item, tuple) and item[0] == "attribute":
+                attributes.append(item[1])
             elif isinstance(item, tuple) and item[0] == "align":
                 align = item[1]
             elif isinstance(item, tuple) and item[0] == "vector":
                 vector = item[1]
             elif isinstance(item, tuple) and item[0] == "item":
                 decls.append(item)
-        return [S.VarDecl(space_item[1], name, type_name, vector, align, dims, init, (), pos)
+        return [S.VarDecl(space_item[1], name, type_name, vector, align, dims, init, (), pos, tuple(attributes))
                 for _, name, dims, init, pos in decls]
 
     def module_var(self, items):
         linkage = tuple(item[1] for item in items if isinstance(item, tuple) and item[0] == "linkage")
         decls = items[-1]
-        return [S.VarDecl(d.space, d.name, d.type, d.vector, d.align, d.dims, d.init, linkage, d.pos)
+        return [S.VarDecl(d.space, d.name, d.type, d.vector, d.align, d.dims, d.init, linkage, d.pos, d.attributes)
                 for d in decls]
 
     def param_decl(self, items):

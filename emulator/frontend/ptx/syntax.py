@@ -115,6 +115,8 @@ class VarDecl:
     init: Optional[object]
     linkage: Tuple[str, ...]
     pos: Pos
+    #: .attribute(...) names: "managed" for a __managed__ variable, "unified"
+    attributes: Tuple[str, ...] = ()
 
     @property
     def element_count(self) -> Optional[int]:

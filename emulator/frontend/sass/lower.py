@@ -225,7 +225,8 @@ class _Lowering(OperandLowering, ControlLowering, DataLowering):
 
     def _inferred_param_types(self):
         """Parameters of an unmangled kernel: the constant-bank words past the parameter offset it reads, and
-        the gaps between them (8-byte aligned gaps as pointers); unread trailing parameters stay unknown."""
+        the gaps between them (8-byte aligned gaps as pointers, a lone 4-byte gap before an 8-byte word as that
+        word's alignment padding, as in (const char*, int, unsigned*)); unread trailing parameters stay unknown."""
         seen = {}
         for offset, size in self.const_reads:
             if offset >= self.arch.param_offset:
@@ -235,11 +236,13 @@ class _Lowering(OperandLowering, ControlLowering, DataLowering):
         for offset in sorted(seen):
             if offset < end:
                 continue
+            size = seen[offset]
+            if size == 8 and offset - end == 4 and end % 8 == 4:
+                end = offset
             while end < offset:
                 gap = 8 if offset - end >= 8 and end % 8 == 0 else 4
                 types.append(("ptr", 0) if gap == 8 else ("u32", 4))
                 end += gap
-            size = seen[offset]
             types.append(("ptr", 0) if size == 8 else ("u32", 4))
             end = offset + size
         return types
