@@ -2,7 +2,7 @@
 PYTHON ?= python3
 STAMP := build/.installed
 
-.PHONY: install demo test test-clients fuzz bench bench-stats bench-memory coverage clean
+.PHONY: install demo test test-slow test-clients fuzz bench bench-stats bench-memory coverage clean
 
 $(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/_core.h emulator/memory/build_core.py \
 		emulator/accel/_arith.c emulator/accel/build_arith.py
@@ -20,6 +20,10 @@ demo: install
 
 test: install
 	$(PYTHON) -m pytest -q
+
+# tests too slow for every run (a Thrust program whose build alone takes about a minute); .ci/run runs them
+test-slow: install
+	GPUEMU_SLOW_TESTS=1 $(PYTHON) -m pytest -q tests/test_cuda_programs.py -k thrust
 
 # the client integrations (Triton, CUDA C++ via NVRTC, ...) in a venv of their own with gpuemu's extras;
 # torch is the CPU build (the one `pip install torch==2.13.0` finds on this project's machines)

@@ -14,6 +14,9 @@ PROGRAMS = os.path.join(HERE, "cuda_programs")
 NVCC = shutil.which("nvcc")
 
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+#: programs built and run only by `make test-slow` (GPUEMU_SLOW_TESTS=1): their build alone takes about a minute
+SLOW_PROGRAMS = {"thrust_sort.cu"}
+SLOW = os.environ.get("GPUEMU_SLOW_TESTS") == "1"
 
 
 def _build_cache() -> pathlib.Path:
@@ -51,7 +54,7 @@ def cuda_programs(tmp_path_factory):
     directory, failed = library_directory()
     if "libcudart.so.13" in failed:
         pytest.skip(f"libcudart.so.13 could not be built: {failed['libcudart.so.13']}")
-    sources = sorted(name for name in os.listdir(PROGRAMS) if name.endswith(".cu"))
+    sources = sorted(name for name in os.listdir(PROGRAMS) if name.endswith(".cu") and (SLOW or name not in SLOW_PROGRAMS))
     version = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
     cache = _build_cache() or tmp_path_factory.mktemp("cuda_programs_cache")
     cache.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -116,7 +119,8 @@ def run(cuda_programs, name, **environment):
     ("async_copy", "reversed[0] = -20, row sums 3151 3880 4609\nPASS\n"),
     ("warp_intrinsics", "ballot of warp 0: 0xaaaaaaba, 191 positive in buckets 27 56 54 54, dot[31] = -93, "
                         "cycles counted: yes\nPASS\n"),
-    ("thrust_sort", "min -500 max 508 sum 12170 squares 254553518 evens 1502\nPASS\n"),
+    pytest.param("thrust_sort", "min -500 max 508 sum 12170 squares 254553518 evens 1502\nPASS\n",
+                 marks=pytest.mark.skipif(not SLOW, reason="Thrust takes about a minute to build: make test-slow")),
 ])
 def test_course_program_passes_its_own_check(cuda_programs, name, expected):
     result = run(cuda_programs, name)
