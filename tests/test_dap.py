@@ -319,3 +319,56 @@ def test_pause_stops_a_kernel_that_runs_on(client, tmp_path):
     client.request("configurationDone")
     assert client.request("pause", threadId=1)["success"]
     assert client.event("stopped")["body"]["reason"] == "pause"
+
+
+def _adapter_with_stderr():
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.Popen(adapter_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT, env=env)
+
+
+def _framed(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _messages(data: bytes):
+    """The JSON messages in an adapter's whole output, split by their Content-Length headers."""
+    found = []
+    while data:
+        header, _, rest = data.partition(b"\r\n\r\n")
+        length = int(header.decode().split(":")[1])
+        found.append(json.loads(rest[:length]))
+        data = rest[length:]
+    return found
+
+
+def test_malformed_messages_are_skipped_with_one_line_each_and_the_conversation_goes_on():
+    adapter = _adapter_with_stderr()
+    good = json.dumps({"seq": 9, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}})
+    stdin = b"".join([_framed(b"{abc}"), _framed(b"\xff\xfe"), _framed(b"[]"),
+                      _framed(b'{"type": "request", "command": "threads"}'),
+                      _framed(b'{"seq": 7, "type": "request"}'),
+                      _framed(b'{"seq": 8, "type": "request", "command": "threads", "arguments": [1]}'),
+                      _framed(good.encode()),
+                      _framed(b'{"seq": 10, "type": "request", "command": "disconnect"}')])
+    stdout, stderr = adapter.communicate(stdin, timeout=60)
+    assert adapter.returncode == 0
+    answers = {message["request_seq"]: message for message in _messages(stdout) if message["type"] == "response"}
+    for message in answers.values():
+        check(message)
+    # the DAP specification's Response: request_seq names the request answered; success false carries a message
+    assert not answers[7]["success"] and "command" in answers[7]["message"]
+    assert not answers[8]["success"] and "arguments" in answers[8]["message"]
+    assert answers[9]["success"] and answers[9]["body"]["supportsStepBack"]
+    lines = stderr.decode().splitlines()
+    assert len(lines) == 4 and "Traceback" not in stderr.decode()
+    assert "not JSON" in lines[0] and "not UTF-8" in lines[1] and "array" in lines[2] and "seq" in lines[3]
+
+
+@pytest.mark.parametrize("header", [b"Content-Length: abc\r\n\r\n{}", b"Content-Length: -3\r\n\r\n{}",
+                                    b"Content-Length: 50\r\n\r\n{}"])
+def test_a_message_whose_framing_is_lost_ends_the_server_with_one_line_and_status_1(header):
+    adapter = _adapter_with_stderr()
+    stdout, stderr = adapter.communicate(header, timeout=60)
+    assert adapter.returncode == 1 and stdout == b""
+    assert len(stderr.decode().splitlines()) == 1 and "Traceback" not in stderr.decode()

@@ -9,12 +9,14 @@ import json
 import os
 import queue
 import re
+import sys
 import threading
 from typing import Optional
 
 import numpy as np
 
 from emulator.base.errors import DeviceError, GpuemuError
+from emulator.base.text import printable
 from emulator.cli.common import prepare_launch
 from emulator.debug.dap_values import References, scopes, source_of, threads, variable
 from emulator.observers.debugger.control import Plan
@@ -37,13 +39,30 @@ _REASONS = {"breakpoint": "breakpoint", "watch": "data breakpoint", "fault": "ex
             "interrupt": "pause", "step": "step", "finish": "step", "focus-exited": "step", "history-start": "step"}
 
 
+#: the longest header line and message body taken; past them the stream is not a DAP client's
+_HEADER_LIMIT = 64 * 1024
+_BODY_LIMIT = 64 * 1024 * 1024
+
+
+class BadMessage(Exception):
+    """A message that is not DAP; `fatal` when the framing is lost, so the next message cannot be found."""
+
+    def __init__(self, text: str, fatal: bool = False):
+        super().__init__(text)
+        self.fatal = fatal
+
+
 def read_message(stream) -> Optional[dict]:
-    """One message from a binary stream; None at its end."""
+    """One message from a binary stream; None at its end. BadMessage for one that is not a JSON object."""
     length = None
     while True:
-        line = stream.readline()
+        line = stream.readline(_HEADER_LIMIT + 1)
         if not line:
+            if length is not None:
+                raise BadMessage("the input ended inside a message's header", fatal=True)
             return None
+        if len(line) > _HEADER_LIMIT:
+            raise BadMessage(f"a header line is longer than {_HEADER_LIMIT} bytes", fatal=True)
         line = line.strip()
         if not line:
             if length is not None:
@@ -51,8 +70,25 @@ def read_message(stream) -> Optional[dict]:
             continue
         name, _, value = line.decode("ascii", "replace").partition(":")
         if name.strip().lower() == "content-length":
-            length = int(value.strip())
-    return json.loads(stream.read(length).decode("utf-8"))
+            text = value.strip()
+            if not text.isdigit() or not text.isascii():
+                raise BadMessage(f"Content-Length '{printable(text)}' is not a number of bytes", fatal=True)
+            length = int(text)
+            if length > _BODY_LIMIT:
+                raise BadMessage(f"Content-Length {length} is over the {_BODY_LIMIT}-byte limit", fatal=True)
+    data = stream.read(length)
+    if len(data) < length:
+        raise BadMessage(f"the input ended {len(data)} bytes into a {length}-byte message", fatal=True)
+    try:
+        message = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadMessage("a message body is not UTF-8; skipped") from None
+    except ValueError as error:
+        raise BadMessage(f"a message body is not JSON ({printable(str(error))}); skipped") from None
+    if not isinstance(message, dict):
+        kind = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(message), "null")
+        raise BadMessage(f"a message body is a JSON {kind}, not an object; skipped")
+    return message
 
 
 def launch_options(arguments: dict) -> argparse.Namespace:
@@ -136,7 +172,9 @@ class DapServer:
         self.send({"type": "event", "event": name, **({"body": body} if body is not None else {})})
 
     def respond(self, request: dict, body: Optional[dict] = None, error: Optional[str] = None) -> None:
-        message = {"type": "response", "request_seq": request["seq"], "command": request["command"],
+        command = request.get("command")
+        message = {"type": "response", "request_seq": request["seq"],
+                   "command": command if isinstance(command, str) else "",
                    "success": error is None}
         if error is not None:
             message["message"] = error
@@ -150,7 +188,19 @@ class DapServer:
 
     def _read(self) -> None:
         while True:
-            message = read_message(self.reader)
+            try:
+                message = read_message(self.reader)
+            except OSError as error:
+                error = BadMessage(f"reading the input: {error.strerror or error}", fatal=True)
+                print(f"gpuemu dap: {error}", file=sys.stderr, flush=True)
+                self.requests.put(error)
+                return
+            except BadMessage as error:
+                print(f"gpuemu dap: {error}", file=sys.stderr, flush=True)
+                if error.fatal:
+                    self.requests.put(error)
+                    return
+                continue
             if message is None:
                 self.requests.put(None)
                 return
@@ -159,26 +209,43 @@ class DapServer:
             self.requests.put(message)
 
     def serve(self) -> int:
+        """Answer requests until `disconnect` or the input's end (0), or until its framing is lost (1)."""
         threading.Thread(target=self._read, name="gpuemu-dap-reader", daemon=True).start()
+        status = 0
         while not self.done:
             request = self.requests.get()
             if request is None:
                 break
+            if isinstance(request, BadMessage):
+                status = 1
+                break
             if request.get("type") != "request":
                 continue
-            handler = getattr(self, "on_" + request.get("command", ""), None)
+            seq = request.get("seq")
+            if not isinstance(seq, int) or isinstance(seq, bool):
+                print(f"gpuemu dap: a request without an integer 'seq' ({printable(repr(seq))[:40]}); skipped",
+                      file=sys.stderr, flush=True)
+                continue
+            command, arguments = request.get("command"), request.get("arguments") or {}
+            if not isinstance(command, str):
+                self.respond(request, error="The request has no 'command' string.")
+                continue
+            if not isinstance(arguments, dict):
+                self.respond(request, error=f"The '{command}' request's 'arguments' is not a JSON object.")
+                continue
+            handler = getattr(self, "on_" + command, None)
             if handler is None:
-                self.respond(request, error=f"gpuemu dap does not support the '{request.get('command')}' request.")
+                self.respond(request, error=f"gpuemu dap does not support the '{printable(command)}' request.")
                 continue
             try:
-                handler(request, request.get("arguments") or {})
+                handler(request, arguments)
             except (DebugError, GpuemuError) as error:
                 self.respond(request, error=str(error))
             except Exception as error:  # a gpuemu bug: answered, and the conversation goes on
                 self.respond(request, error=f"internal error: {type(error).__name__}: {error}")
         if self.session is not None:
             self.session._kill()
-        return 0
+        return status
 
     # ---- set-up ----
     def on_initialize(self, request, arguments) -> None:
