@@ -372,3 +372,31 @@ def test_a_message_whose_framing_is_lost_ends_the_server_with_one_line_and_statu
     stdout, stderr = adapter.communicate(header, timeout=60)
     assert adapter.returncode == 1 and stdout == b""
     assert len(stderr.decode().splitlines()) == 1 and "Traceback" not in stderr.decode()
+
+
+BLOCKSUM_LAUNCH = {"program": "tests/debugbuild/blocksum.G.ptx", "kernel": "blocksum", "grid": [1], "block": [64],
+                 "cwd": str(ROOT), "args": ["@tests/debugbuild/in.npy", "zeros:f32:1", "@tests/debugbuild/pts.npy",
+                                            "i32:64"]}
+
+
+def test_launch_configuration_fields_of_the_wrong_type_are_usage_messages_naming_the_field(client):
+    assert client.request("initialize", adapterID="gpuemu")["success"]
+    for field, value in [("history", "lots"), ("args", 5), ("shared", "x"), ("grid", {"x": 1}), ("maxSteps", -1),
+                         ("sourceDirs", "src"), ("const", ["N"]), ("debugInfo", "yes"), ("compilerOptions", ["-DN=1"])]:
+        answer = client.request("launch", **{**BLOCKSUM_LAUNCH, field: value})
+        assert not answer["success"] and f'"{field}"' in answer["message"], (field, answer)
+        assert "internal error" not in answer["message"]
+
+
+def test_requests_missing_a_required_field_are_usage_messages_naming_it(client):
+    launch(client)
+    answer = client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"column": 3}])
+    assert not answer["success"] and '"line"' in answer["message"] and "internal error" not in answer["message"]
+    answer = client.request("variables")
+    assert not answer["success"] and '"variablesReference"' in answer["message"]
+    answer = client.request("variables", variablesReference="1")
+    assert not answer["success"] and '"variablesReference"' in answer["message"]
+    answer = client.request("setDataBreakpoints", breakpoints=[{"accessType": "write"}])
+    assert not answer["success"] and '"dataId"' in answer["message"]
+    answer = client.request("evaluate", expression=3)
+    assert not answer["success"] and '"expression"' in answer["message"]

@@ -18,6 +18,7 @@ import numpy as np
 from emulator.base.errors import DeviceError, GpuemuError
 from emulator.base.text import printable
 from emulator.cli.common import prepare_launch
+from emulator.frontend.cuda import is_cuda_path
 from emulator.debug.dap_values import References, scopes, source_of, threads, variable
 from emulator.observers.debugger.control import Plan
 from emulator.observers.debugger.cvalues import CValue
@@ -91,12 +92,63 @@ def read_message(stream) -> Optional[dict]:
     return message
 
 
+def _shown(value) -> str:
+    text = json.dumps(value)
+    return printable(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _dims(value) -> bool:
+    return (_is_int(value) or isinstance(value, str) or
+            (isinstance(value, list) and 1 <= len(value) <= 3 and all(_is_int(item) for item in value)))
+
+
+#: the launch configuration's fields: a test of the value's type and what the usage message says it should be
+_LAUNCH_FIELDS = {
+    "program": (lambda v: isinstance(v, str) and v != "", 'a path to a .ptx or .cu file'),
+    "cwd": (lambda v: isinstance(v, str), "a folder's path"),
+    "kernel": (lambda v: isinstance(v, str), "a kernel's name"),
+    "grid": (_dims, "[x, y, z] (integers)"),
+    "block": (_dims, "[x, y, z] (integers)"),
+    "args": (lambda v: isinstance(v, list) and all(isinstance(item, (str, int, float)) and not isinstance(item, bool)
+                                                   for item in v), 'a list of argument specs ("@in.npy", "i32:5")'),
+    "shared": (lambda v: _is_int(v) and v >= 0, "a number of bytes"),
+    "const": (_strings, 'a list of "NAME=@file.npy"'),
+    "maxSteps": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+    "sourceDirs": (_strings, "a list of folders"),
+    "history": (lambda v: _is_int(v) and v >= 0, "a number of warp instructions (0: off)"),
+    "check": (_strings, 'a list of checkers ("race", "sync", "init")'),
+    "arch": (lambda v: isinstance(v, str) or _is_int(v), 'an architecture ("sm_90")'),
+    "stopOnEntry": (lambda v: isinstance(v, bool), "true or false"),
+    "debugInfo": (lambda v: isinstance(v, bool), "true or false"),
+    "compilerOptions": (_strings, 'a list of compiler options (["-DN=4"])'),
+}
+
+
 def launch_options(arguments: dict) -> argparse.Namespace:
-    """The `gpuemu debug` options a launch configuration stands for (paths relative to its cwd)."""
+    """The `gpuemu debug` options a launch configuration stands for (paths relative to its cwd); a field of the
+    wrong type is a usage message naming it."""
+    for name, (accepts, what) in _LAUNCH_FIELDS.items():
+        if arguments.get(name) is not None and not accepts(arguments[name]):
+            raise DebugError(f'The launch configuration\'s "{name}" should be {what}, not {_shown(arguments[name])}.')
     base = arguments.get("cwd") or os.getcwd()
     program = arguments.get("program")
     if not program:
         raise DebugError('The launch configuration needs "program" (a .ptx or .cu file).')
+    if "grid" not in arguments or "block" not in arguments:
+        raise DebugError('The launch configuration needs "grid" and "block".')
+    if arguments.get("compilerOptions") and not is_cuda_path(program):
+        raise DebugError(f'The launch configuration\'s "compilerOptions" apply to a .cu program, not {_shown(program)}.')
+    for item in arguments.get("const") or []:
+        if "=@" not in item:
+            raise DebugError(f'The launch configuration\'s "const" item {_shown(item)} should be NAME=@file.npy.')
 
     def resolve(path: str) -> str:
         return path if os.path.isabs(path) else os.path.join(base, path)
@@ -105,16 +157,28 @@ def launch_options(arguments: dict) -> argparse.Namespace:
         return ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
 
     args = [f"@{resolve(spec[1:])}" if isinstance(spec, str) and spec.startswith("@") else str(spec)
-            for spec in arguments.get("args", [])]
-    if "grid" not in arguments or "block" not in arguments:
-        raise DebugError('The launch configuration needs "grid" and "block".')
+            for spec in arguments.get("args") or []]
     return argparse.Namespace(
         file=resolve(program), kernel=arguments.get("kernel"), grid=dims(arguments["grid"]),
-        block=dims(arguments["block"]), shared=int(arguments.get("shared", 0)), max_dynamic_shared=None, arg=args,
-        const=[f"{item.partition('=')[0]}=@{resolve(item.partition('=@')[2])}" for item in arguments.get("const", [])],
-        max_steps=arguments.get("maxSteps"), source_dir=[resolve(d) for d in arguments.get("sourceDirs", [])],
-        backend="auto", history=int(arguments.get("history", DEFAULT_HISTORY)), check=arguments.get("check") or [],
-        out=None, arch=arguments.get("arch"))
+        block=dims(arguments["block"]), shared=arguments.get("shared") or 0, max_dynamic_shared=None, arg=args,
+        const=[f"{item.partition('=')[0]}=@{resolve(item.partition('=@')[2])}" for item in arguments.get("const") or []],
+        max_steps=arguments.get("maxSteps"), source_dir=[resolve(d) for d in arguments.get("sourceDirs") or []],
+        backend="auto", history=DEFAULT_HISTORY if arguments.get("history") is None else arguments["history"],
+        check=arguments.get("check") or [], out=None, arch=arguments.get("arch"),
+        debug_info=arguments.get("debugInfo") is not False, compiler_options=arguments.get("compilerOptions") or [])
+
+
+def integer_argument(arguments: dict, name: str, command: Optional[str], default: Optional[int] = None) -> int:
+    """arguments[name] as an integer; its absence (with no default) or another type is a usage message."""
+    value = arguments.get(name)
+    request = f"The '{command}' request" if command else "The request"
+    if value is None:
+        if default is None:
+            raise DebugError(f'{request} needs "{name}" (an integer).')
+        return default
+    if not _is_int(value):
+        raise DebugError(f'{request}\'s "{name}" should be an integer, not {_shown(value)}.')
+    return value
 
 
 def hit_condition(text: Optional[str]):
@@ -260,12 +324,17 @@ class DapServer:
 
     def on_setBreakpoints(self, request, arguments) -> None:
         session = self._session()
-        path = (arguments.get("source") or {}).get("path") or (arguments.get("source") or {}).get("name", "")
+        source, wanted_list = arguments.get("source"), arguments.get("breakpoints") or []
+        if not isinstance(source, dict) or not isinstance(source.get("path") or source.get("name") or "", str):
+            raise DebugError('The \'setBreakpoints\' request needs "source" (an object with a "path").')
+        if not isinstance(wanted_list, list) or not all(isinstance(wanted, dict) for wanted in wanted_list):
+            raise DebugError('The \'setBreakpoints\' request\'s "breakpoints" should be a list of objects.')
+        lines = [integer_argument(wanted, "line", "setBreakpoints") for wanted in wanted_list]
+        path = source.get("path") or source.get("name") or ""
         for old in self.source_breakpoints.pop(path, []):
             session._remove(old)
         results, made = [], []
-        for wanted in arguments.get("breakpoints", []):
-            line = int(wanted["line"])
+        for wanted, line in zip(wanted_list, lines):
             try:
                 location = f"{path}:{line}"
                 pcs, _ = session._locate(location)
@@ -283,7 +352,10 @@ class DapServer:
         self.respond(request, {"breakpoints": results})
 
     def on_setExceptionBreakpoints(self, request, arguments) -> None:
-        self.filters = set(arguments.get("filters", []))
+        filters = arguments.get("filters") or []
+        if not _strings(filters):
+            raise DebugError('The \'setExceptionBreakpoints\' request\'s "filters" should be a list of strings.')
+        self.filters = set(filters)
         self.respond(request, {"breakpoints": [{"verified": True} for _ in self.filters]})
 
     def on_dataBreakpointInfo(self, request, arguments) -> None:
@@ -296,7 +368,12 @@ class DapServer:
         for watch in self.data_watches:
             session._remove(watch)
         self.data_watches, results = [], []
-        for wanted in arguments.get("breakpoints", []):
+        wanted_list = arguments.get("breakpoints") or []
+        if not isinstance(wanted_list, list) or not all(isinstance(wanted, dict) and isinstance(wanted.get("dataId"), str)
+                                                        for wanted in wanted_list):
+            raise DebugError('The \'setDataBreakpoints\' request\'s "breakpoints" should be a list of objects with a '
+                             '"dataId" string.')
+        for wanted in wanted_list:
             try:
                 space, address, length, value_type = session.watch_target(wanted["dataId"], "generic", None)
                 watch = session.add_watch(space, address, length, label=wanted["dataId"])
@@ -376,7 +453,7 @@ class DapServer:
         session = self._session()
         session._require_running()
         if arguments.get("threadId"):
-            self._focus(int(arguments["threadId"]))
+            self._focus(integer_argument(arguments, "threadId", None))
         return session
 
     def _go(self, request, arguments, mode: Optional[str] = None, reverse: Optional[str] = None) -> None:
@@ -452,8 +529,8 @@ class DapServer:
             result.append({"id": thread * 256 + number + 1, "name": frame.name, "column": 1,
                            "instructionPointerReference": f"{session.addresses.of(frame.pc):#x}", **where,
                            **({"presentationHint": "subtle"} if frame.inlined else {})})
-        start = int(arguments.get("startFrame", 0))
-        levels = int(arguments.get("levels", 0)) or len(result)
+        start = integer_argument(arguments, "startFrame", "stackTrace", 0)
+        levels = integer_argument(arguments, "levels", "stackTrace", 0) or len(result)
         self.respond(request, {"stackFrames": result[start:start + levels], "totalFrames": len(result)})
 
     def _frame(self, frame_id: Optional[int]):
@@ -464,18 +541,22 @@ class DapServer:
         return session, session.focus_thread
 
     def on_scopes(self, request, arguments) -> None:
-        session, thread = self._frame(arguments.get("frameId"))
+        session, thread = self._frame(integer_argument(arguments, "frameId", "scopes"))
         pc = session._focus_pc()
         self.respond(request, {"scopes": scopes(session, self.references, thread, pc)})
 
     def on_variables(self, request, arguments) -> None:
-        entries = self.references.children(int(arguments["variablesReference"]))
-        start, count = int(arguments.get("start", 0)), int(arguments.get("count", 0))
+        entries = self.references.children(integer_argument(arguments, "variablesReference", "variables"))
+        start = integer_argument(arguments, "start", "variables", 0)
+        count = integer_argument(arguments, "count", "variables", 0)
         self.respond(request, {"variables": entries[start:start + count] if count else entries[start:]})
 
     def on_evaluate(self, request, arguments) -> None:
-        session, _ = self._frame(arguments.get("frameId"))
-        expression = arguments.get("expression", "").strip()
+        expression = arguments.get("expression")
+        if not isinstance(expression, str):
+            raise DebugError('The \'evaluate\' request needs "expression" (a string).')
+        expression = expression.strip()
+        session, _ = self._frame(integer_argument(arguments, "frameId", "evaluate", 0))
         value, shown = session._print_value(expression, None, None)
         if isinstance(value, CValue):
             entry = variable(self.references, expression, value, expression)
