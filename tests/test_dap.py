@@ -4,6 +4,7 @@ the protocol's JSON schema written here from the specification (message envelope
 extension's package.json against VS Code's debugger contribution points."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -400,3 +401,30 @@ def test_requests_missing_a_required_field_are_usage_messages_naming_it(client):
     assert not answer["success"] and '"dataId"' in answer["message"]
     answer = client.request("evaluate", expression=3)
     assert not answer["success"] and '"expression"' in answer["message"]
+
+
+def _locals_at_line_28(client, **extra):
+    assert client.request("initialize", adapterID="gpuemu")["success"]
+    response = client.request("launch", **{**BLOCKSUM_LAUNCH, "program": "tests/debugbuild/blocksum.cu", **extra})
+    assert response["success"], response
+    client.event("initialized")
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 28, "condition": "%tid.x == 5"}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    frame = client.request("stackTrace", threadId=thread)["body"]["stackFrames"][0]
+    scopes = {scope["name"]: scope for scope in client.request("scopes", frameId=frame["id"])["body"]["scopes"]}
+    return values(client, scopes["Locals"]["variablesReference"])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_launching_a_cu_program_compiles_it_with_G_so_the_locals_are_c_variables(client):
+    local = _locals_at_line_28(client)
+    expected_sum = np.float32(INPUT[5] * INPUT[5]) + np.float32(POINTS[1]["x"] * 2 + POINTS[1]["y"])
+    assert float(local["sum"]["value"]) == expected_sum and local["tx"]["value"] == "5"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_debug_info_false_launches_a_cu_program_built_without_G(client):
+    local = _locals_at_line_28(client, debugInfo=False)
+    assert sorted(name.rsplit("_param_", 1)[1] for name in local) == ["0", "1", "2", "3"]   # the PTX parameters
+    assert next(entry["value"] for name, entry in local.items() if name.endswith("_param_3")) == "64"
