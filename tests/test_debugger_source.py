@@ -228,3 +228,11 @@ def test_info_locals_without_debug_information_says_so_as_gdb_does(monkeypatch):
     status, out = debug(BUILD / "blocksum.lineinfo.ptx", "break blocksum.cu:28\nrun\ninfo locals\n", monkeypatch)
     assert status == 0, out
     assert "\nNo symbol table info available.\n" in out and "Undefined info command" not in out
+
+
+def test_watch_on_a_register_held_c_local_says_in_one_line_that_it_cannot(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:34\nrun\nwatch total\nwatch s[3]\n", monkeypatch)
+    assert status == 1, out
+    refusal = [line for line in out.splitlines() if "watch 'total'" in line]
+    assert len(refusal) == 1 and "register" in refusal[0] and "Cannot access memory" not in out
+    assert "Hardware watchpoint 2: s[3]" in out

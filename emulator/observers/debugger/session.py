@@ -404,6 +404,10 @@ class DebugSession:
         lanes = self._lanes(None)
         value = self.source_value(expression, lanes) if self.engine is not None and self.batch is not None \
             else None
+        if isinstance(value, CValue) and value.addresses is None and space == "generic":
+            held = "has been optimized out" if value.optimized_out else "is held in a register, not in memory"
+            raise DebugError(f"Cannot watch '{expression}': at this pc it {held}, and gpuemu's watchpoints watch "
+                             f"memory (display {expression} and step instead).")
         if isinstance(value, CValue) and value.addresses is not None and space == "generic":
             where = value.space or "generic"
             address = int(value.addresses[0])
