@@ -428,3 +428,36 @@ def test_debug_info_false_launches_a_cu_program_built_without_G(client):
     local = _locals_at_line_28(client, debugInfo=False)
     assert sorted(name.rsplit("_param_", 1)[1] for name in local) == ["0", "1", "2", "3"]   # the PTX parameters
     assert next(entry["value"] for name, entry in local.items() if name.endswith("_param_3")) == "64"
+
+
+def test_data_breakpoints_on_expanded_children_resolve_to_their_full_expression(client):
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 24}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    frame = client.request("stackTrace", threadId=thread)["body"]["stackFrames"][0]
+    scopes = {scope["name"]: scope for scope in client.request("scopes", frameId=frame["id"])["body"]["scopes"]}
+    shared_s = values(client, scopes["Shared"]["variablesReference"])["s"]
+    element = client.request("dataBreakpointInfo", variablesReference=shared_s["variablesReference"],
+                             name="[40]")["body"]
+    assert element["dataId"] == "s[40]" and element["accessTypes"] == ["write"]
+    local = values(client, scopes["Locals"]["variablesReference"])
+    pointee = values(client, local["p"]["variablesReference"])["*p"]
+    field = client.request("dataBreakpointInfo", variablesReference=pointee["variablesReference"], name="y")["body"]
+    assert field["dataId"] == "(*p).y"             # resolved when set: p is assigned on line 26, after this stop
+    # the DAP specification: dataId null, with a description of why, for what cannot be watched
+    in_register = client.request("dataBreakpointInfo", variablesReference=scopes["Locals"]["variablesReference"],
+                                 name="tx")["body"]
+    assert in_register["dataId"] is None and "register" in in_register["description"]
+    register = client.request("dataBreakpointInfo", variablesReference=scopes["Registers"]["variablesReference"],
+                              name="%r1")["body"]
+    assert register["dataId"] is None and "register" in register["description"]
+    answer = client.request("setDataBreakpoints", breakpoints=[{"dataId": element["dataId"]}])["body"]
+    assert answer["breakpoints"][0]["verified"], answer
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
+    client.request("continue", threadId=thread)
+    stopped = client.event("stopped")["body"]
+    assert stopped["reason"] == "data breakpoint" and stopped["threadId"] == 41     # thread (40,0,0) wrote s[40]
+    written = client.request("evaluate", expression="s[40]", context="watch")["body"]["result"]
+    expected = np.float32(INPUT[40] * INPUT[40]) + np.float32(POINTS[0]["x"] * 2 + POINTS[0]["y"])
+    assert float(written) == expected

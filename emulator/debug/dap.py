@@ -359,8 +359,29 @@ class DapServer:
         self.respond(request, {"breakpoints": [{"verified": True} for _ in self.filters]})
 
     def on_dataBreakpointInfo(self, request, arguments) -> None:
-        name = arguments.get("name", "")
-        self.respond(request, {"dataId": name or None, "description": f"write to {name}",
+        """The dataId of a variable: its full expression (a child of an expanded variable names its parent too),
+        or null with the reason when it is not memory a watchpoint can cover."""
+        name = arguments.get("name")
+        if not isinstance(name, str) or not name:
+            raise DebugError('The \'dataBreakpointInfo\' request needs "name" (a string).')
+        expression, reason = name, None
+        if arguments.get("variablesReference") is not None:
+            reference = integer_argument(arguments, "variablesReference", "dataBreakpointInfo")
+            entry = next((item for item in self.references.children(reference) if item["name"] == name), None)
+            expression = entry.get("evaluateName") if entry is not None else None
+            if entry is None:
+                reason = f"No variable '{name}' in variablesReference {reference}."
+            elif expression is None or expression.startswith("%"):
+                reason = f"'{name}' is a register, not memory: gpuemu's watchpoints watch memory."
+        if reason is None:
+            try:
+                self._session().watch_target(expression, "generic", None)
+            except DebugError as error:
+                reason = str(error)
+        if reason is not None:
+            self.respond(request, {"dataId": None, "description": reason})
+            return
+        self.respond(request, {"dataId": expression, "description": f"write to {expression}",
                                "accessTypes": ["write"], "canPersist": False})
 
     def on_setDataBreakpoints(self, request, arguments) -> None:
