@@ -236,3 +236,30 @@ def test_watch_on_a_register_held_c_local_says_in_one_line_that_it_cannot(monkey
     refusal = [line for line in out.splitlines() if "watch 'total'" in line]
     assert len(refusal) == 1 and "register" in refusal[0] and "Cannot access memory" not in out
     assert "Hardware watchpoint 2: s[3]" in out
+
+
+def test_x_on_a_shared_pointer_or_array_keeps_the_shared_space(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:33\nrun\nx/4f &s[0]\nx/2f s\n"
+                        "x/2f _ZZ8blocksumPKfPfPK5PointiE1s\n", monkeypatch)
+    assert status == 0, out
+    rows = re.findall(r"^@shared 0x400:\t(.*)$", out, re.M)
+    assert len(rows) == 3 and "Cannot access memory" not in out
+    assert [np.float32(text) for text in rows[0].split("\t")] == [sum_of(thread) for thread in range(4)]
+    assert rows[1] == rows[2] == "\t".join(rows[0].split("\t")[:2])
+
+
+def test_x_on_a_function_scope_shared_array_by_its_ptx_name_in_a_build_without_dwarf(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    dot = ROOT / "examples" / "dot"
+    options = build_parser().parse_args(["debug", str(dot / "dot.ptx"), "--grid", "1", "--block", "256",
+                                         "--arg", f"@{dot}/inputs/a.npy", "--arg", f"@{dot}/inputs/b.npy",
+                                         "--arg", "zeros:f32:1", "--arg", "i32:256", "--batch"])
+    out = io.StringIO()
+    status = command_debug(options, stdin=io.StringIO("break dot.cu:27\nrun\nx/2f _ZZ3dotPfS_S_iE5cache\n"),
+                           stdout=out, stderr=out)
+    assert status == 0, out.getvalue()
+    row = re.search(r"^@shared 0x[0-9a-f]+( <[^>]*>)?:\t(.*)$", out.getvalue(), re.M)
+    assert row is not None, out.getvalue()
+    a, b = np.load(dot / "inputs" / "a.npy"), np.load(dot / "inputs" / "b.npy")
+    assert [np.float32(text) for text in row.group(2).split("\t")] == [np.float32(a[0] * b[0]),
+                                                                       np.float32(a[1] * b[1])]
