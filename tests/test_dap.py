@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from test_debugger import NULL_FORMAT_CALL_LINE, NULL_FORMAT_PRINTF
+
 jsonschema = pytest.importorskip("jsonschema")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -461,3 +463,45 @@ def test_data_breakpoints_on_expanded_children_resolve_to_their_full_expression(
     written = client.request("evaluate", expression="s[40]", context="watch")["body"]["result"]
     expected = np.float32(INPUT[40] * INPUT[40]) + np.float32(POINTS[0]["x"] * 2 + POINTS[0]["y"])
     assert float(written) == expected
+
+
+NULL_LOAD = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry null_load()
+{
+    .reg .b64 %rd<2>;
+    .reg .b32 %r<2>;
+    mov.u64 %rd1, 0;
+    ld.global.u32 %r1, [%rd1];
+    ret;
+}
+"""
+
+
+def _faulting_launch(client, tmp_path, text, filters):
+    program = tmp_path / "fault.ptx"
+    program.write_text(text)
+    assert client.request("initialize", adapterID="gpuemu")["success"]
+    assert client.request("launch", program=str(program), grid=[1], block=[1], cwd=str(ROOT))["success"]
+    client.event("initialized")
+    client.request("setExceptionBreakpoints", filters=filters)
+    client.request("configurationDone")
+
+
+def test_a_vprintf_fault_is_an_exception_stop(client, tmp_path):
+    _faulting_launch(client, tmp_path, NULL_FORMAT_PRINTF, ["fault"])
+    stopped = client.event("stopped")["body"]
+    assert stopped["reason"] == "exception" and "Access to 0x0" in stopped["text"]
+    assert client.request("stackTrace", threadId=stopped["threadId"])["body"]["stackFrames"][0]["line"] == \
+        NULL_FORMAT_CALL_LINE
+
+
+@pytest.mark.parametrize("text", [NULL_LOAD, NULL_FORMAT_PRINTF], ids=["load", "vprintf"])
+def test_with_the_fault_filter_off_the_fault_report_is_shown_as_output(client, tmp_path, text):
+    _faulting_launch(client, tmp_path, text, [])
+    assert client.event("exited")["body"]["exitCode"] == 1
+    shown = "".join(message["body"]["output"] for message in client.events
+                    if message["type"] == "event" and message["event"] == "output")
+    assert shown.count("Access to 0x0 is out of bounds") == 1 and "CUDA_ERROR_ILLEGAL_ADDRESS" in shown
+    assert not any(message["event"] == "stopped" for message in client.events if message["type"] == "event")

@@ -436,6 +436,7 @@ class DapServer:
             stop = payload
             if (stop.reason == "fault" and "fault" not in self.filters) or \
                     (stop.reason == "check" and "check" not in self.filters):
+                self.say(stop.error.report if stop.reason == "fault" else stop.message)   # shown, not stopped at
                 event = session.engine.resume(Plan("continue"))
                 continue
             body = {"reason": _REASONS.get(stop.reason, "step"), "threadId": session.focus_thread + 1,
