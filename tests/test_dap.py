@@ -385,7 +385,8 @@ BLOCKSUM_LAUNCH = {"program": "tests/debugbuild/blocksum.G.ptx", "kernel": "bloc
 def test_launch_configuration_fields_of_the_wrong_type_are_usage_messages_naming_the_field(client):
     assert client.request("initialize", adapterID="gpuemu")["success"]
     for field, value in [("history", "lots"), ("args", 5), ("shared", "x"), ("grid", {"x": 1}), ("maxSteps", -1),
-                         ("sourceDirs", "src"), ("const", ["N"]), ("debugInfo", "yes"), ("compilerOptions", ["-DN=1"])]:
+                         ("sourceDirs", "src"), ("const", ["N"]), ("check", ["bogus"]), ("arch", "sm_x"),
+                         ("grid", "abc"), ("debugInfo", "yes"), ("compilerOptions", ["-DN=1"])]:
         answer = client.request("launch", **{**BLOCKSUM_LAUNCH, field: value})
         assert not answer["success"] and f'"{field}"' in answer["message"], (field, answer)
         assert "internal error" not in answer["message"]

@@ -215,7 +215,8 @@ def prepare_launch(options, stdout=None):
         raise UsageError(f"{options.file}: no such file")
     device = Device(backend=options.backend, stdout=stdout, max_memory=getattr(options, "max_memory", None))
     if cuda.is_cuda_path(options.file):
-        text = cuda.compile_file(options.file, options=cuda_compile_options(options), arch=getattr(options, "arch", None))
+        text = cuda.compile_file(options.file, options=cuda_compile_options(options),
+                                 arch=getattr(options, "arch", None))
         name = cuda.ptx_name(options.file)
     else:
         text, name = read_program(options.file), options.file

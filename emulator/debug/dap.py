@@ -15,11 +15,12 @@ from typing import Optional
 
 import numpy as np
 
-from emulator.base.errors import DeviceError, GpuemuError
+from emulator.base.errors import DeviceError, GpuemuError, UsageError
 from emulator.base.text import printable
 from emulator.cli.common import prepare_launch
-from emulator.frontend.cuda import is_cuda_path
 from emulator.debug.dap_values import References, scopes, source_of, threads, variable
+from emulator.frontend.cuda import arch_name, is_cuda_path
+from emulator.observers.checks import CHECKS
 from emulator.observers.debugger.control import Plan
 from emulator.observers.debugger.cvalues import CValue
 from emulator.observers.debugger.expr import DebugError
@@ -87,7 +88,8 @@ def read_message(stream) -> Optional[dict]:
     except ValueError as error:
         raise BadMessage(f"a message body is not JSON ({printable(str(error))}); skipped") from None
     if not isinstance(message, dict):
-        kind = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(message), "null")
+        kind = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(message),
+                                                                                                 "null")
         raise BadMessage(f"a message body is a JSON {kind}, not an object; skipped")
     return message
 
@@ -106,8 +108,16 @@ def _strings(value) -> bool:
 
 
 def _dims(value) -> bool:
-    return (_is_int(value) or isinstance(value, str) or
+    return (_is_int(value) or isinstance(value, str) and re.fullmatch(r"\s*\d+(\s*,\s*\d+){0,2}\s*", value) or
             (isinstance(value, list) and 1 <= len(value) <= 3 and all(_is_int(item) for item in value)))
+
+
+def _is_arch(value) -> bool:
+    try:
+        arch_name(value)
+    except UsageError:
+        return False
+    return True
 
 
 #: the launch configuration's fields: a test of the value's type and what the usage message says it should be
@@ -124,8 +134,8 @@ _LAUNCH_FIELDS = {
     "maxSteps": (lambda v: _is_int(v) and v > 0, "a positive integer"),
     "sourceDirs": (_strings, "a list of folders"),
     "history": (lambda v: _is_int(v) and v >= 0, "a number of warp instructions (0: off)"),
-    "check": (_strings, 'a list of checkers ("race", "sync", "init")'),
-    "arch": (lambda v: isinstance(v, str) or _is_int(v), 'an architecture ("sm_90")'),
+    "check": (lambda v: _strings(v) and set(v) <= set(CHECKS), f"a list of checkers ({', '.join(CHECKS)})"),
+    "arch": (lambda v: (isinstance(v, str) or _is_int(v)) and _is_arch(v), 'an architecture ("sm_90")'),
     "stopOnEntry": (lambda v: isinstance(v, bool), "true or false"),
     "debugInfo": (lambda v: isinstance(v, bool), "true or false"),
     "compilerOptions": (_strings, 'a list of compiler options (["-DN=4"])'),
@@ -145,7 +155,8 @@ def launch_options(arguments: dict) -> argparse.Namespace:
     if "grid" not in arguments or "block" not in arguments:
         raise DebugError('The launch configuration needs "grid" and "block".')
     if arguments.get("compilerOptions") and not is_cuda_path(program):
-        raise DebugError(f'The launch configuration\'s "compilerOptions" apply to a .cu program, not {_shown(program)}.')
+        raise DebugError(f'The launch configuration\'s "compilerOptions" apply to a .cu program, '
+                         f'not {_shown(program)}.')
     for item in arguments.get("const") or []:
         if "=@" not in item:
             raise DebugError(f'The launch configuration\'s "const" item {_shown(item)} should be NAME=@file.npy.')
@@ -161,7 +172,8 @@ def launch_options(arguments: dict) -> argparse.Namespace:
     return argparse.Namespace(
         file=resolve(program), kernel=arguments.get("kernel"), grid=dims(arguments["grid"]),
         block=dims(arguments["block"]), shared=arguments.get("shared") or 0, max_dynamic_shared=None, arg=args,
-        const=[f"{item.partition('=')[0]}=@{resolve(item.partition('=@')[2])}" for item in arguments.get("const") or []],
+        const=[f"{item.partition('=')[0]}=@{resolve(item.partition('=@')[2])}"
+               for item in arguments.get("const") or []],
         max_steps=arguments.get("maxSteps"), source_dir=[resolve(d) for d in arguments.get("sourceDirs") or []],
         backend="auto", history=DEFAULT_HISTORY if arguments.get("history") is None else arguments["history"],
         check=arguments.get("check") or [], out=None, arch=arguments.get("arch"),
@@ -390,8 +402,8 @@ class DapServer:
             session._remove(watch)
         self.data_watches, results = [], []
         wanted_list = arguments.get("breakpoints") or []
-        if not isinstance(wanted_list, list) or not all(isinstance(wanted, dict) and isinstance(wanted.get("dataId"), str)
-                                                        for wanted in wanted_list):
+        if not isinstance(wanted_list, list) or not all(
+                isinstance(wanted, dict) and isinstance(wanted.get("dataId"), str) for wanted in wanted_list):
             raise DebugError('The \'setDataBreakpoints\' request\'s "breakpoints" should be a list of objects with a '
                              '"dataId" string.')
         for wanted in wanted_list:

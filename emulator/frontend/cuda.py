@@ -1,11 +1,11 @@
 """CUDA C++ sources: compiled to PTX with nvcc (when on PATH) or NVRTC (the nvidia-cuda-nvrtc wheel), cached.
 
 `gpuemu run k.cu`, `emulator.load("k.cu")`, `load(text, language="cuda")` and the CuPy-style RawModule
-and RawKernel (emulator.raw) compile here. Every compile adds -lineinfo (reports name .cu lines; left out when the
-options ask for -G, which implies it) and -arch from the emulated architecture unless the options give one. GPUEMU_CUDA_COMPILER=nvcc or nvrtc picks a
-compiler; GPUEMU_NVRTC names a libnvrtc to load. The PTX is kept in gpuemu's signed cache under a key
-over the source, the quoted headers it includes, the options, the architecture and the compiler's
-identity, so an edited header or another compiler compiles afresh.
+and RawKernel (emulator.raw) compile here. Every compile adds -lineinfo (reports name .cu lines; left out when
+the options ask for -G, which implies it) and -arch from the emulated architecture unless the options give one.
+GPUEMU_CUDA_COMPILER=nvcc or nvrtc picks a compiler; GPUEMU_NVRTC names a libnvrtc to load. The PTX is kept in
+gpuemu's signed cache under a key over the source, the quoted headers it includes, the options, the architecture
+and the compiler's identity, so an edited header or another compiler compiles afresh.
 """
 from __future__ import annotations
 
