@@ -4,12 +4,15 @@ the protocol's JSON schema written here from the specification (message envelope
 extension's package.json against VS Code's debugger contribution points."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from test_debugger import NULL_FORMAT_CALL_LINE, NULL_FORMAT_PRINTF
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -319,3 +322,187 @@ def test_pause_stops_a_kernel_that_runs_on(client, tmp_path):
     client.request("configurationDone")
     assert client.request("pause", threadId=1)["success"]
     assert client.event("stopped")["body"]["reason"] == "pause"
+
+
+def _adapter_with_stderr():
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.Popen(adapter_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT, env=env)
+
+
+def _framed(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _messages(data: bytes):
+    """The JSON messages in an adapter's whole output, split by their Content-Length headers."""
+    found = []
+    while data:
+        header, _, rest = data.partition(b"\r\n\r\n")
+        length = int(header.decode().split(":")[1])
+        found.append(json.loads(rest[:length]))
+        data = rest[length:]
+    return found
+
+
+def test_malformed_messages_are_skipped_with_one_line_each_and_the_conversation_goes_on():
+    adapter = _adapter_with_stderr()
+    good = json.dumps({"seq": 9, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}})
+    stdin = b"".join([_framed(b"{abc}"), _framed(b"\xff\xfe"), _framed(b"[]"),
+                      _framed(b'{"type": "request", "command": "threads"}'),
+                      _framed(b'{"seq": 7, "type": "request"}'),
+                      _framed(b'{"seq": 8, "type": "request", "command": "threads", "arguments": [1]}'),
+                      _framed(good.encode()),
+                      _framed(b'{"seq": 10, "type": "request", "command": "disconnect"}')])
+    stdout, stderr = adapter.communicate(stdin, timeout=60)
+    assert adapter.returncode == 0
+    answers = {message["request_seq"]: message for message in _messages(stdout) if message["type"] == "response"}
+    for message in answers.values():
+        check(message)
+    # the DAP specification's Response: request_seq names the request answered; success false carries a message
+    assert not answers[7]["success"] and "command" in answers[7]["message"]
+    assert not answers[8]["success"] and "arguments" in answers[8]["message"]
+    assert answers[9]["success"] and answers[9]["body"]["supportsStepBack"]
+    lines = stderr.decode().splitlines()
+    assert len(lines) == 4 and "Traceback" not in stderr.decode()
+    assert "not JSON" in lines[0] and "not UTF-8" in lines[1] and "array" in lines[2] and "seq" in lines[3]
+
+
+@pytest.mark.parametrize("header", [b"Content-Length: abc\r\n\r\n{}", b"Content-Length: -3\r\n\r\n{}",
+                                    b"Content-Length: 50\r\n\r\n{}"])
+def test_a_message_whose_framing_is_lost_ends_the_server_with_one_line_and_status_1(header):
+    adapter = _adapter_with_stderr()
+    stdout, stderr = adapter.communicate(header, timeout=60)
+    assert adapter.returncode == 1 and stdout == b""
+    assert len(stderr.decode().splitlines()) == 1 and "Traceback" not in stderr.decode()
+
+
+BLOCKSUM_LAUNCH = {"program": "tests/debugbuild/blocksum.G.ptx", "kernel": "blocksum", "grid": [1], "block": [64],
+                 "cwd": str(ROOT), "args": ["@tests/debugbuild/in.npy", "zeros:f32:1", "@tests/debugbuild/pts.npy",
+                                            "i32:64"]}
+
+
+def test_launch_configuration_fields_of_the_wrong_type_are_usage_messages_naming_the_field(client):
+    assert client.request("initialize", adapterID="gpuemu")["success"]
+    for field, value in [("history", "lots"), ("args", 5), ("shared", "x"), ("grid", {"x": 1}), ("maxSteps", -1),
+                         ("sourceDirs", "src"), ("const", ["N"]), ("check", ["bogus"]), ("arch", "sm_x"),
+                         ("grid", "abc"), ("debugInfo", "yes"), ("compilerOptions", ["-DN=1"])]:
+        answer = client.request("launch", **{**BLOCKSUM_LAUNCH, field: value})
+        assert not answer["success"] and f'"{field}"' in answer["message"], (field, answer)
+        assert "internal error" not in answer["message"]
+
+
+def test_requests_missing_a_required_field_are_usage_messages_naming_it(client):
+    launch(client)
+    answer = client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"column": 3}])
+    assert not answer["success"] and '"line"' in answer["message"] and "internal error" not in answer["message"]
+    answer = client.request("variables")
+    assert not answer["success"] and '"variablesReference"' in answer["message"]
+    answer = client.request("variables", variablesReference="1")
+    assert not answer["success"] and '"variablesReference"' in answer["message"]
+    answer = client.request("setDataBreakpoints", breakpoints=[{"accessType": "write"}])
+    assert not answer["success"] and '"dataId"' in answer["message"]
+    answer = client.request("evaluate", expression=3)
+    assert not answer["success"] and '"expression"' in answer["message"]
+
+
+def _locals_at_line_28(client, **extra):
+    assert client.request("initialize", adapterID="gpuemu")["success"]
+    response = client.request("launch", **{**BLOCKSUM_LAUNCH, "program": "tests/debugbuild/blocksum.cu", **extra})
+    assert response["success"], response
+    client.event("initialized")
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 28, "condition": "%tid.x == 5"}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    frame = client.request("stackTrace", threadId=thread)["body"]["stackFrames"][0]
+    scopes = {scope["name"]: scope for scope in client.request("scopes", frameId=frame["id"])["body"]["scopes"]}
+    return values(client, scopes["Locals"]["variablesReference"])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_launching_a_cu_program_compiles_it_with_G_so_the_locals_are_c_variables(client):
+    local = _locals_at_line_28(client)
+    expected_sum = np.float32(INPUT[5] * INPUT[5]) + np.float32(POINTS[1]["x"] * 2 + POINTS[1]["y"])
+    assert float(local["sum"]["value"]) == expected_sum and local["tx"]["value"] == "5"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_debug_info_false_launches_a_cu_program_built_without_G(client):
+    local = _locals_at_line_28(client, debugInfo=False)
+    assert sorted(name.rsplit("_param_", 1)[1] for name in local) == ["0", "1", "2", "3"]   # the PTX parameters
+    assert next(entry["value"] for name, entry in local.items() if name.endswith("_param_3")) == "64"
+
+
+def test_data_breakpoints_on_expanded_children_resolve_to_their_full_expression(client):
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 24}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    frame = client.request("stackTrace", threadId=thread)["body"]["stackFrames"][0]
+    scopes = {scope["name"]: scope for scope in client.request("scopes", frameId=frame["id"])["body"]["scopes"]}
+    shared_s = values(client, scopes["Shared"]["variablesReference"])["s"]
+    element = client.request("dataBreakpointInfo", variablesReference=shared_s["variablesReference"],
+                             name="[40]")["body"]
+    assert element["dataId"] == "s[40]" and element["accessTypes"] == ["write"]
+    local = values(client, scopes["Locals"]["variablesReference"])
+    pointee = values(client, local["p"]["variablesReference"])["*p"]
+    field = client.request("dataBreakpointInfo", variablesReference=pointee["variablesReference"], name="y")["body"]
+    assert field["dataId"] == "(*p).y"             # resolved when set: p is assigned on line 26, after this stop
+    # the DAP specification: dataId null, with a description of why, for what cannot be watched
+    in_register = client.request("dataBreakpointInfo", variablesReference=scopes["Locals"]["variablesReference"],
+                                 name="tx")["body"]
+    assert in_register["dataId"] is None and "register" in in_register["description"]
+    register = client.request("dataBreakpointInfo", variablesReference=scopes["Registers"]["variablesReference"],
+                              name="%r1")["body"]
+    assert register["dataId"] is None and "register" in register["description"]
+    answer = client.request("setDataBreakpoints", breakpoints=[{"dataId": element["dataId"]}])["body"]
+    assert answer["breakpoints"][0]["verified"], answer
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
+    client.request("continue", threadId=thread)
+    stopped = client.event("stopped")["body"]
+    assert stopped["reason"] == "data breakpoint" and stopped["threadId"] == 41     # thread (40,0,0) wrote s[40]
+    written = client.request("evaluate", expression="s[40]", context="watch")["body"]["result"]
+    expected = np.float32(INPUT[40] * INPUT[40]) + np.float32(POINTS[0]["x"] * 2 + POINTS[0]["y"])
+    assert float(written) == expected
+
+
+NULL_LOAD = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry null_load()
+{
+    .reg .b64 %rd<2>;
+    .reg .b32 %r<2>;
+    mov.u64 %rd1, 0;
+    ld.global.u32 %r1, [%rd1];
+    ret;
+}
+"""
+
+
+def _faulting_launch(client, tmp_path, text, filters):
+    program = tmp_path / "fault.ptx"
+    program.write_text(text)
+    assert client.request("initialize", adapterID="gpuemu")["success"]
+    assert client.request("launch", program=str(program), grid=[1], block=[1], cwd=str(ROOT))["success"]
+    client.event("initialized")
+    client.request("setExceptionBreakpoints", filters=filters)
+    client.request("configurationDone")
+
+
+def test_a_vprintf_fault_is_an_exception_stop(client, tmp_path):
+    _faulting_launch(client, tmp_path, NULL_FORMAT_PRINTF, ["fault"])
+    stopped = client.event("stopped")["body"]
+    assert stopped["reason"] == "exception" and "Access to 0x0" in stopped["text"]
+    assert client.request("stackTrace", threadId=stopped["threadId"])["body"]["stackFrames"][0]["line"] == \
+        NULL_FORMAT_CALL_LINE
+
+
+@pytest.mark.parametrize("text", [NULL_LOAD, NULL_FORMAT_PRINTF], ids=["load", "vprintf"])
+def test_with_the_fault_filter_off_the_fault_report_is_shown_as_output(client, tmp_path, text):
+    _faulting_launch(client, tmp_path, text, [])
+    assert client.event("exited")["body"]["exitCode"] == 1
+    shown = "".join(message["body"]["output"] for message in client.events
+                    if message["type"] == "event" and message["event"] == "output")
+    assert shown.count("Access to 0x0 is out of bounds") == 1 and "CUDA_ERROR_ILLEGAL_ADDRESS" in shown
+    assert not any(message["event"] == "stopped" for message in client.events if message["type"] == "event")

@@ -550,3 +550,48 @@ def test_an_unusable_out_directory_is_refused_before_the_session(tmp_path, capsy
     captured = capsys.readouterr()
     assert captured.err == f"gpuemu: error: --out {blocker / 'sub'}: Not a directory\n"
     assert "Launch of CUDA Kernel" not in captured.out
+
+
+#: vprintf with a null format pointer: the call reads address 0 (PTX ISA: vprintf's first argument is the
+#: format string's generic address), which no allocation holds
+NULL_FORMAT_PRINTF = """.version 8.0
+.target sm_90
+.address_size 64
+.extern .func (.param .b32 func_retval0) vprintf
+(
+    .param .b64 vprintf_param_0,
+    .param .b64 vprintf_param_1
+)
+;
+.visible .entry null_format()
+{
+    .reg .b64 %rd<2>;
+    .reg .b32 %r<2>;
+    mov.u64 %rd1, 0;
+    {
+    .param .b64 param0;
+    st.param.b64 [param0+0], %rd1;
+    .param .b64 param1;
+    st.param.b64 [param1+0], %rd1;
+    .param .b32 retval0;
+    call.uni (retval0), vprintf, (param0, param1);
+    ld.param.b32 %r1, [retval0+0];
+    }
+    ret;
+}
+"""
+NULL_FORMAT_CALL_LINE = 21
+
+
+def test_a_vprintf_reading_a_bad_format_address_stops_before_the_call_as_a_device_exception(tmp_path):
+    program = tmp_path / "null_format.ptx"
+    program.write_text(NULL_FORMAT_PRINTF)
+    assert "call.uni" in NULL_FORMAT_PRINTF.splitlines()[NULL_FORMAT_CALL_LINE - 1]
+    status, out = debug([str(program), "--grid", "1", "--block", "1", "--batch"], "run\nbt\ncontinue\n")
+    assert status == 0, out
+    assert "CUDA Exception: Warp Illegal Address" in out
+    assert f"at null_format.ptx:{NULL_FORMAT_CALL_LINE}   call.uni" in out
+    assert re.search(rf"^#0  null_format<<<\(1,1,1\),\(1,1,1\)>>> \(\) at null_format.ptx:{NULL_FORMAT_CALL_LINE}$",
+                     out, re.M)
+    assert "Access to 0x0 is out of bounds" in out
+    assert out.rstrip().endswith("with CUDA_ERROR_ILLEGAL_ADDRESS]")

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from emulator.api import Device, Module
+from emulator.errors import UsageError
 from emulator.cli import build_parser
 from emulator.cli.debug import command_debug
 from emulator.frontend.ptx.parse import parse
@@ -33,9 +34,9 @@ def sum_of(thread):
     return np.float32(v * v) + np.float32(np.float32(point["x"]) * np.float32(2) + np.float32(point["y"]))
 
 
-def debug(ptx, script, monkeypatch):
+def debug(ptx, script, monkeypatch, *extra):
     monkeypatch.chdir(ROOT)
-    options = build_parser().parse_args(["debug", str(ptx), *LAUNCH])
+    options = build_parser().parse_args(["debug", str(ptx), *LAUNCH, *extra])
     out = io.StringIO()
     status = command_debug(options, stdin=io.StringIO(script), stdout=out, stderr=out)
     return status, out.getvalue()
@@ -180,3 +181,85 @@ def test_a_fresh_nvcc_G_build_debugs_like_the_checked_in_one(tmp_path, monkeypat
     assert status == 0, out
     assert float(printed(out, 1)) == sum_of(5)
     assert float(printed(out, 2)) == POINTS[2]["x"]
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+
+
+@needs_nvcc
+def test_debugging_a_cu_file_compiles_it_with_G_so_c_locals_show(monkeypatch):
+    status, out = debug(BUILD / "blocksum.cu", "break blocksum.cu:28\nrun\ncuda thread (5,0,0)\nprint sum\n"
+                        "print p->y\ninfo locals\n", monkeypatch)
+    assert status == 0, out
+    assert float(printed(out, 1)) == sum_of(5)
+    assert printed(out, 2) == str(POINTS[1]["y"])
+    assert f"\nsum = {sum_of(5):g}\n" in out
+
+
+@needs_nvcc
+def test_no_G_debugs_a_cu_file_without_c_variables(monkeypatch):
+    status, out = debug(BUILD / "blocksum.cu", "break blocksum.cu:28\nrun\ninfo locals\nprint sum\n", monkeypatch,
+                        "--no-G")
+    assert status == 1, out        # `print sum` fails: the -lineinfo build has no C variables
+    assert "\nNo symbol table info available.\n" in out and 'No symbol "sum" in current context.' in out
+
+
+@needs_nvcc
+def test_compiler_options_reach_the_compiler_of_a_cu_file(tmp_path, monkeypatch):
+    source = tmp_path / "scale.cu"
+    source.write_text("__global__ void scale(float *out)\n{\n    float v = threadIdx.x * FACTOR;\n"
+                      "    out[threadIdx.x] = v;\n}\n")
+    monkeypatch.chdir(ROOT)
+    options = build_parser().parse_args(["debug", str(source), "--grid", "1", "--block", "8", "--arg", "zeros:f32:8",
+                                         "--batch", "--compiler-option=-DFACTOR=3.0f"])
+    out = io.StringIO()
+    status = command_debug(options, stdin=io.StringIO("break scale.cu:4\nrun\ncuda thread (5,0,0)\nprint v\n"),
+                           stdout=out, stderr=out)
+    assert status == 0, out.getvalue()
+    assert float(printed(out.getvalue(), 1)) == 5 * 3.0
+
+
+def test_compiler_options_for_a_ptx_file_are_refused(monkeypatch):
+    with pytest.raises(UsageError, match="--compiler-option applies to a .cu file"):
+        debug(BUILD / "blocksum.G.ptx", "", monkeypatch, "--compiler-option=-DN=1")
+
+
+def test_info_locals_without_debug_information_says_so_as_gdb_does(monkeypatch):
+    status, out = debug(BUILD / "blocksum.lineinfo.ptx", "break blocksum.cu:28\nrun\ninfo locals\n", monkeypatch)
+    assert status == 0, out
+    assert "\nNo symbol table info available.\n" in out and "Undefined info command" not in out
+
+
+def test_watch_on_a_register_held_c_local_says_in_one_line_that_it_cannot(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:34\nrun\nwatch total\nwatch s[3]\n", monkeypatch)
+    assert status == 1, out
+    refusal = [line for line in out.splitlines() if "watch 'total'" in line]
+    assert len(refusal) == 1 and "register" in refusal[0] and "Cannot access memory" not in out
+    assert "Hardware watchpoint 2: s[3]" in out
+
+
+def test_x_on_a_shared_pointer_or_array_keeps_the_shared_space(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:33\nrun\nx/4f &s[0]\nx/2f s\n"
+                        "x/2f _ZZ8blocksumPKfPfPK5PointiE1s\n", monkeypatch)
+    assert status == 0, out
+    rows = re.findall(r"^@shared 0x400:\t(.*)$", out, re.M)
+    assert len(rows) == 3 and "Cannot access memory" not in out
+    assert [np.float32(text) for text in rows[0].split("\t")] == [sum_of(thread) for thread in range(4)]
+    assert rows[1] == rows[2] == "\t".join(rows[0].split("\t")[:2])
+
+
+def test_x_on_a_function_scope_shared_array_by_its_ptx_name_in_a_build_without_dwarf(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    dot = ROOT / "examples" / "dot"
+    options = build_parser().parse_args(["debug", str(dot / "dot.ptx"), "--grid", "1", "--block", "256",
+                                         "--arg", f"@{dot}/inputs/a.npy", "--arg", f"@{dot}/inputs/b.npy",
+                                         "--arg", "zeros:f32:1", "--arg", "i32:256", "--batch"])
+    out = io.StringIO()
+    status = command_debug(options, stdin=io.StringIO("break dot.cu:27\nrun\nx/2f _ZZ3dotPfS_S_iE5cache\n"),
+                           stdout=out, stderr=out)
+    assert status == 0, out.getvalue()
+    row = re.search(r"^@shared 0x[0-9a-f]+( <[^>]*>)?:\t(.*)$", out.getvalue(), re.M)
+    assert row is not None, out.getvalue()
+    a, b = np.load(dot / "inputs" / "a.npy"), np.load(dot / "inputs" / "b.npy")
+    assert [np.float32(text) for text in row.group(2).split("\t")] == [np.float32(a[0] * b[0]),
+                                                                       np.float32(a[1] * b[1])]

@@ -7,7 +7,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import Optional
+from typing import List, Optional
 
 import numpy as np
 
@@ -199,6 +199,14 @@ class Progress:
         self.close()
 
 
+def cuda_compile_options(options) -> List[str]:
+    """The compiler options for a .cu file: -G when the command asks for debug information (`gpuemu debug` does
+    unless --no-G), then the --compiler-option values."""
+    chosen = [str(option) for option in getattr(options, "compiler_options", None) or []]
+    wants_debug = getattr(options, "debug_info", False) and not any(o in cuda.DEBUG_OPTIONS for o in chosen)
+    return (["-G"] if wants_debug else []) + chosen
+
+
 def prepare_launch(options, stdout=None):
     """Load the module, resolve the kernel, set constants and parse the arguments; device printf writes to stdout
     (default: sys.stdout)."""
@@ -207,7 +215,9 @@ def prepare_launch(options, stdout=None):
         raise UsageError(f"{options.file}: no such file")
     device = Device(backend=options.backend, stdout=stdout, max_memory=getattr(options, "max_memory", None))
     if cuda.is_cuda_path(options.file):
-        text, name = cuda.compile_file(options.file, arch=getattr(options, "arch", None)), cuda.ptx_name(options.file)
+        text = cuda.compile_file(options.file, options=cuda_compile_options(options),
+                                 arch=getattr(options, "arch", None))
+        name = cuda.ptx_name(options.file)
     else:
         text, name = read_program(options.file), options.file
     module = Module(text, name, device)

@@ -10,6 +10,7 @@ from emulator.base.sources import read_program
 from emulator.cli.common import add_launch_arguments
 from emulator.debug.commands import Session
 from emulator.debug.repl import converse
+from emulator.frontend.cuda import is_cuda_path
 from emulator.observers.debugger.record import DEFAULT_HISTORY
 
 
@@ -26,6 +27,12 @@ def add_command(commands) -> None:
     debug.add_argument("--history", type=_history_length, default=DEFAULT_HISTORY, metavar="N",
                        help=f"warp instructions recorded for reverse execution (default {DEFAULT_HISTORY:,}; 0: off)")
     debug.add_argument("--out", help="directory for argK.npy after each launch that completes")
+    debug.add_argument("--no-G", dest="debug_info", action="store_false",
+                       help="compile a .cu file without -G: no C variables, but the optimised code a plain build "
+                            "runs (-G, the default here, turns optimisation off)")
+    debug.add_argument("--compiler-option", dest="compiler_options", action="append", default=[], metavar="OPT",
+                       help="pass OPT to nvcc or NVRTC when compiling a .cu file (repeat for more; write "
+                            "--compiler-option=-DN=4 for an option that starts with '-')")
     debug.set_defaults(handler=command_debug)
 
 
@@ -53,6 +60,8 @@ def command_debug(options, stdin=None, stdout=None, stderr=None) -> int:
     stdin = stdin if stdin is not None else sys.stdin
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
+    if options.compiler_options and not is_cuda_path(options.file):
+        raise UsageError(f"--compiler-option applies to a .cu file; {options.file} is not one")
     scripts = []
     for path in options.scripts:
         scripts.append(read_program(path, "the command file").splitlines())

@@ -211,8 +211,8 @@ class Session(RunCommands, BreakCommands, DataCommands, InfoCommands, DebugSessi
         pool: List[str]
         if command == "info":
             if len(previous) == 1:
-                pool = ["args", "breakpoints", "cuda", "display", "frame", "line", "record", "registers",
-                        "watchpoints"] + (["locals"] if self.variables else [])
+                pool = ["args", "breakpoints", "cuda", "display", "frame", "line", "locals", "record", "registers",
+                        "watchpoints"]
             elif previous[1] == "cuda" and len(previous) == 2:
                 pool = ["barriers", "blocks", "kernels", "lanes", "warps"]
             elif previous[1].startswith("reg"):

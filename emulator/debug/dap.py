@@ -9,14 +9,18 @@ import json
 import os
 import queue
 import re
+import sys
 import threading
 from typing import Optional
 
 import numpy as np
 
-from emulator.base.errors import DeviceError, GpuemuError
+from emulator.base.errors import DeviceError, GpuemuError, UsageError
+from emulator.base.text import printable
 from emulator.cli.common import prepare_launch
 from emulator.debug.dap_values import References, scopes, source_of, threads, variable
+from emulator.frontend.cuda import arch_name, is_cuda_path
+from emulator.observers.checks import CHECKS
 from emulator.observers.debugger.control import Plan
 from emulator.observers.debugger.cvalues import CValue
 from emulator.observers.debugger.expr import DebugError
@@ -37,13 +41,30 @@ _REASONS = {"breakpoint": "breakpoint", "watch": "data breakpoint", "fault": "ex
             "interrupt": "pause", "step": "step", "finish": "step", "focus-exited": "step", "history-start": "step"}
 
 
+#: the longest header line and message body taken; past them the stream is not a DAP client's
+_HEADER_LIMIT = 64 * 1024
+_BODY_LIMIT = 64 * 1024 * 1024
+
+
+class BadMessage(Exception):
+    """A message that is not DAP; `fatal` when the framing is lost, so the next message cannot be found."""
+
+    def __init__(self, text: str, fatal: bool = False):
+        super().__init__(text)
+        self.fatal = fatal
+
+
 def read_message(stream) -> Optional[dict]:
-    """One message from a binary stream; None at its end."""
+    """One message from a binary stream; None at its end. BadMessage for one that is not a JSON object."""
     length = None
     while True:
-        line = stream.readline()
+        line = stream.readline(_HEADER_LIMIT + 1)
         if not line:
+            if length is not None:
+                raise BadMessage("the input ended inside a message's header", fatal=True)
             return None
+        if len(line) > _HEADER_LIMIT:
+            raise BadMessage(f"a header line is longer than {_HEADER_LIMIT} bytes", fatal=True)
         line = line.strip()
         if not line:
             if length is not None:
@@ -51,16 +72,94 @@ def read_message(stream) -> Optional[dict]:
             continue
         name, _, value = line.decode("ascii", "replace").partition(":")
         if name.strip().lower() == "content-length":
-            length = int(value.strip())
-    return json.loads(stream.read(length).decode("utf-8"))
+            text = value.strip()
+            if not text.isdigit() or not text.isascii():
+                raise BadMessage(f"Content-Length '{printable(text)}' is not a number of bytes", fatal=True)
+            length = int(text)
+            if length > _BODY_LIMIT:
+                raise BadMessage(f"Content-Length {length} is over the {_BODY_LIMIT}-byte limit", fatal=True)
+    data = stream.read(length)
+    if len(data) < length:
+        raise BadMessage(f"the input ended {len(data)} bytes into a {length}-byte message", fatal=True)
+    try:
+        message = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadMessage("a message body is not UTF-8; skipped") from None
+    except ValueError as error:
+        raise BadMessage(f"a message body is not JSON ({printable(str(error))}); skipped") from None
+    if not isinstance(message, dict):
+        kind = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(message),
+                                                                                                 "null")
+        raise BadMessage(f"a message body is a JSON {kind}, not an object; skipped")
+    return message
+
+
+def _shown(value) -> str:
+    text = json.dumps(value)
+    return printable(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _dims(value) -> bool:
+    return (_is_int(value) or isinstance(value, str) and re.fullmatch(r"\s*\d+(\s*,\s*\d+){0,2}\s*", value) or
+            (isinstance(value, list) and 1 <= len(value) <= 3 and all(_is_int(item) for item in value)))
+
+
+def _is_arch(value) -> bool:
+    try:
+        arch_name(value)
+    except UsageError:
+        return False
+    return True
+
+
+#: the launch configuration's fields: a test of the value's type and what the usage message says it should be
+_LAUNCH_FIELDS = {
+    "program": (lambda v: isinstance(v, str) and v != "", 'a path to a .ptx or .cu file'),
+    "cwd": (lambda v: isinstance(v, str), "a folder's path"),
+    "kernel": (lambda v: isinstance(v, str), "a kernel's name"),
+    "grid": (_dims, "[x, y, z] (integers)"),
+    "block": (_dims, "[x, y, z] (integers)"),
+    "args": (lambda v: isinstance(v, list) and all(isinstance(item, (str, int, float)) and not isinstance(item, bool)
+                                                   for item in v), 'a list of argument specs ("@in.npy", "i32:5")'),
+    "shared": (lambda v: _is_int(v) and v >= 0, "a number of bytes"),
+    "const": (_strings, 'a list of "NAME=@file.npy"'),
+    "maxSteps": (lambda v: _is_int(v) and v > 0, "a positive integer"),
+    "sourceDirs": (_strings, "a list of folders"),
+    "history": (lambda v: _is_int(v) and v >= 0, "a number of warp instructions (0: off)"),
+    "check": (lambda v: _strings(v) and set(v) <= set(CHECKS), f"a list of checkers ({', '.join(CHECKS)})"),
+    "arch": (lambda v: (isinstance(v, str) or _is_int(v)) and _is_arch(v), 'an architecture ("sm_90")'),
+    "stopOnEntry": (lambda v: isinstance(v, bool), "true or false"),
+    "debugInfo": (lambda v: isinstance(v, bool), "true or false"),
+    "compilerOptions": (_strings, 'a list of compiler options (["-DN=4"])'),
+}
 
 
 def launch_options(arguments: dict) -> argparse.Namespace:
-    """The `gpuemu debug` options a launch configuration stands for (paths relative to its cwd)."""
+    """The `gpuemu debug` options a launch configuration stands for (paths relative to its cwd); a field of the
+    wrong type is a usage message naming it."""
+    for name, (accepts, what) in _LAUNCH_FIELDS.items():
+        if arguments.get(name) is not None and not accepts(arguments[name]):
+            raise DebugError(f'The launch configuration\'s "{name}" should be {what}, not {_shown(arguments[name])}.')
     base = arguments.get("cwd") or os.getcwd()
     program = arguments.get("program")
     if not program:
         raise DebugError('The launch configuration needs "program" (a .ptx or .cu file).')
+    if "grid" not in arguments or "block" not in arguments:
+        raise DebugError('The launch configuration needs "grid" and "block".')
+    if arguments.get("compilerOptions") and not is_cuda_path(program):
+        raise DebugError(f'The launch configuration\'s "compilerOptions" apply to a .cu program, '
+                         f'not {_shown(program)}.')
+    for item in arguments.get("const") or []:
+        if "=@" not in item:
+            raise DebugError(f'The launch configuration\'s "const" item {_shown(item)} should be NAME=@file.npy.')
 
     def resolve(path: str) -> str:
         return path if os.path.isabs(path) else os.path.join(base, path)
@@ -69,16 +168,29 @@ def launch_options(arguments: dict) -> argparse.Namespace:
         return ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
 
     args = [f"@{resolve(spec[1:])}" if isinstance(spec, str) and spec.startswith("@") else str(spec)
-            for spec in arguments.get("args", [])]
-    if "grid" not in arguments or "block" not in arguments:
-        raise DebugError('The launch configuration needs "grid" and "block".')
+            for spec in arguments.get("args") or []]
     return argparse.Namespace(
         file=resolve(program), kernel=arguments.get("kernel"), grid=dims(arguments["grid"]),
-        block=dims(arguments["block"]), shared=int(arguments.get("shared", 0)), max_dynamic_shared=None, arg=args,
-        const=[f"{item.partition('=')[0]}=@{resolve(item.partition('=@')[2])}" for item in arguments.get("const", [])],
-        max_steps=arguments.get("maxSteps"), source_dir=[resolve(d) for d in arguments.get("sourceDirs", [])],
-        backend="auto", history=int(arguments.get("history", DEFAULT_HISTORY)), check=arguments.get("check") or [],
-        out=None, arch=arguments.get("arch"))
+        block=dims(arguments["block"]), shared=arguments.get("shared") or 0, max_dynamic_shared=None, arg=args,
+        const=[f"{item.partition('=')[0]}=@{resolve(item.partition('=@')[2])}"
+               for item in arguments.get("const") or []],
+        max_steps=arguments.get("maxSteps"), source_dir=[resolve(d) for d in arguments.get("sourceDirs") or []],
+        backend="auto", history=DEFAULT_HISTORY if arguments.get("history") is None else arguments["history"],
+        check=arguments.get("check") or [], out=None, arch=arguments.get("arch"),
+        debug_info=arguments.get("debugInfo") is not False, compiler_options=arguments.get("compilerOptions") or [])
+
+
+def integer_argument(arguments: dict, name: str, command: Optional[str], default: Optional[int] = None) -> int:
+    """arguments[name] as an integer; its absence (with no default) or another type is a usage message."""
+    value = arguments.get(name)
+    request = f"The '{command}' request" if command else "The request"
+    if value is None:
+        if default is None:
+            raise DebugError(f'{request} needs "{name}" (an integer).')
+        return default
+    if not _is_int(value):
+        raise DebugError(f'{request}\'s "{name}" should be an integer, not {_shown(value)}.')
+    return value
 
 
 def hit_condition(text: Optional[str]):
@@ -136,7 +248,9 @@ class DapServer:
         self.send({"type": "event", "event": name, **({"body": body} if body is not None else {})})
 
     def respond(self, request: dict, body: Optional[dict] = None, error: Optional[str] = None) -> None:
-        message = {"type": "response", "request_seq": request["seq"], "command": request["command"],
+        command = request.get("command")
+        message = {"type": "response", "request_seq": request["seq"],
+                   "command": command if isinstance(command, str) else "",
                    "success": error is None}
         if error is not None:
             message["message"] = error
@@ -150,7 +264,19 @@ class DapServer:
 
     def _read(self) -> None:
         while True:
-            message = read_message(self.reader)
+            try:
+                message = read_message(self.reader)
+            except OSError as error:
+                error = BadMessage(f"reading the input: {error.strerror or error}", fatal=True)
+                print(f"gpuemu dap: {error}", file=sys.stderr, flush=True)
+                self.requests.put(error)
+                return
+            except BadMessage as error:
+                print(f"gpuemu dap: {error}", file=sys.stderr, flush=True)
+                if error.fatal:
+                    self.requests.put(error)
+                    return
+                continue
             if message is None:
                 self.requests.put(None)
                 return
@@ -159,26 +285,43 @@ class DapServer:
             self.requests.put(message)
 
     def serve(self) -> int:
+        """Answer requests until `disconnect` or the input's end (0), or until its framing is lost (1)."""
         threading.Thread(target=self._read, name="gpuemu-dap-reader", daemon=True).start()
+        status = 0
         while not self.done:
             request = self.requests.get()
             if request is None:
                 break
+            if isinstance(request, BadMessage):
+                status = 1
+                break
             if request.get("type") != "request":
                 continue
-            handler = getattr(self, "on_" + request.get("command", ""), None)
+            seq = request.get("seq")
+            if not isinstance(seq, int) or isinstance(seq, bool):
+                print(f"gpuemu dap: a request without an integer 'seq' ({printable(repr(seq))[:40]}); skipped",
+                      file=sys.stderr, flush=True)
+                continue
+            command, arguments = request.get("command"), request.get("arguments") or {}
+            if not isinstance(command, str):
+                self.respond(request, error="The request has no 'command' string.")
+                continue
+            if not isinstance(arguments, dict):
+                self.respond(request, error=f"The '{command}' request's 'arguments' is not a JSON object.")
+                continue
+            handler = getattr(self, "on_" + command, None)
             if handler is None:
-                self.respond(request, error=f"gpuemu dap does not support the '{request.get('command')}' request.")
+                self.respond(request, error=f"gpuemu dap does not support the '{printable(command)}' request.")
                 continue
             try:
-                handler(request, request.get("arguments") or {})
+                handler(request, arguments)
             except (DebugError, GpuemuError) as error:
                 self.respond(request, error=str(error))
             except Exception as error:  # a gpuemu bug: answered, and the conversation goes on
                 self.respond(request, error=f"internal error: {type(error).__name__}: {error}")
         if self.session is not None:
             self.session._kill()
-        return 0
+        return status
 
     # ---- set-up ----
     def on_initialize(self, request, arguments) -> None:
@@ -193,12 +336,17 @@ class DapServer:
 
     def on_setBreakpoints(self, request, arguments) -> None:
         session = self._session()
-        path = (arguments.get("source") or {}).get("path") or (arguments.get("source") or {}).get("name", "")
+        source, wanted_list = arguments.get("source"), arguments.get("breakpoints") or []
+        if not isinstance(source, dict) or not isinstance(source.get("path") or source.get("name") or "", str):
+            raise DebugError('The \'setBreakpoints\' request needs "source" (an object with a "path").')
+        if not isinstance(wanted_list, list) or not all(isinstance(wanted, dict) for wanted in wanted_list):
+            raise DebugError('The \'setBreakpoints\' request\'s "breakpoints" should be a list of objects.')
+        lines = [integer_argument(wanted, "line", "setBreakpoints") for wanted in wanted_list]
+        path = source.get("path") or source.get("name") or ""
         for old in self.source_breakpoints.pop(path, []):
             session._remove(old)
         results, made = [], []
-        for wanted in arguments.get("breakpoints", []):
-            line = int(wanted["line"])
+        for wanted, line in zip(wanted_list, lines):
             try:
                 location = f"{path}:{line}"
                 pcs, _ = session._locate(location)
@@ -216,12 +364,36 @@ class DapServer:
         self.respond(request, {"breakpoints": results})
 
     def on_setExceptionBreakpoints(self, request, arguments) -> None:
-        self.filters = set(arguments.get("filters", []))
+        filters = arguments.get("filters") or []
+        if not _strings(filters):
+            raise DebugError('The \'setExceptionBreakpoints\' request\'s "filters" should be a list of strings.')
+        self.filters = set(filters)
         self.respond(request, {"breakpoints": [{"verified": True} for _ in self.filters]})
 
     def on_dataBreakpointInfo(self, request, arguments) -> None:
-        name = arguments.get("name", "")
-        self.respond(request, {"dataId": name or None, "description": f"write to {name}",
+        """The dataId of a variable: its full expression (a child of an expanded variable names its parent too),
+        or null with the reason when it is not memory a watchpoint can cover."""
+        name = arguments.get("name")
+        if not isinstance(name, str) or not name:
+            raise DebugError('The \'dataBreakpointInfo\' request needs "name" (a string).')
+        expression, reason = name, None
+        if arguments.get("variablesReference") is not None:
+            reference = integer_argument(arguments, "variablesReference", "dataBreakpointInfo")
+            entry = next((item for item in self.references.children(reference) if item["name"] == name), None)
+            expression = entry.get("evaluateName") if entry is not None else None
+            if entry is None:
+                reason = f"No variable '{name}' in variablesReference {reference}."
+            elif expression is None or expression.startswith("%"):
+                reason = f"'{name}' is a register, not memory: gpuemu's watchpoints watch memory."
+        if reason is None:
+            try:
+                self._session().watch_target(expression, "generic", None)
+            except DebugError as error:
+                reason = str(error)
+        if reason is not None:
+            self.respond(request, {"dataId": None, "description": reason})
+            return
+        self.respond(request, {"dataId": expression, "description": f"write to {expression}",
                                "accessTypes": ["write"], "canPersist": False})
 
     def on_setDataBreakpoints(self, request, arguments) -> None:
@@ -229,7 +401,12 @@ class DapServer:
         for watch in self.data_watches:
             session._remove(watch)
         self.data_watches, results = [], []
-        for wanted in arguments.get("breakpoints", []):
+        wanted_list = arguments.get("breakpoints") or []
+        if not isinstance(wanted_list, list) or not all(
+                isinstance(wanted, dict) and isinstance(wanted.get("dataId"), str) for wanted in wanted_list):
+            raise DebugError('The \'setDataBreakpoints\' request\'s "breakpoints" should be a list of objects with a '
+                             '"dataId" string.')
+        for wanted in wanted_list:
             try:
                 space, address, length, value_type = session.watch_target(wanted["dataId"], "generic", None)
                 watch = session.add_watch(space, address, length, label=wanted["dataId"])
@@ -271,6 +448,7 @@ class DapServer:
             stop = payload
             if (stop.reason == "fault" and "fault" not in self.filters) or \
                     (stop.reason == "check" and "check" not in self.filters):
+                self.say(stop.error.report if stop.reason == "fault" else stop.message)   # shown, not stopped at
                 event = session.engine.resume(Plan("continue"))
                 continue
             body = {"reason": _REASONS.get(stop.reason, "step"), "threadId": session.focus_thread + 1,
@@ -309,7 +487,7 @@ class DapServer:
         session = self._session()
         session._require_running()
         if arguments.get("threadId"):
-            self._focus(int(arguments["threadId"]))
+            self._focus(integer_argument(arguments, "threadId", None))
         return session
 
     def _go(self, request, arguments, mode: Optional[str] = None, reverse: Optional[str] = None) -> None:
@@ -385,8 +563,8 @@ class DapServer:
             result.append({"id": thread * 256 + number + 1, "name": frame.name, "column": 1,
                            "instructionPointerReference": f"{session.addresses.of(frame.pc):#x}", **where,
                            **({"presentationHint": "subtle"} if frame.inlined else {})})
-        start = int(arguments.get("startFrame", 0))
-        levels = int(arguments.get("levels", 0)) or len(result)
+        start = integer_argument(arguments, "startFrame", "stackTrace", 0)
+        levels = integer_argument(arguments, "levels", "stackTrace", 0) or len(result)
         self.respond(request, {"stackFrames": result[start:start + levels], "totalFrames": len(result)})
 
     def _frame(self, frame_id: Optional[int]):
@@ -397,18 +575,22 @@ class DapServer:
         return session, session.focus_thread
 
     def on_scopes(self, request, arguments) -> None:
-        session, thread = self._frame(arguments.get("frameId"))
+        session, thread = self._frame(integer_argument(arguments, "frameId", "scopes"))
         pc = session._focus_pc()
         self.respond(request, {"scopes": scopes(session, self.references, thread, pc)})
 
     def on_variables(self, request, arguments) -> None:
-        entries = self.references.children(int(arguments["variablesReference"]))
-        start, count = int(arguments.get("start", 0)), int(arguments.get("count", 0))
+        entries = self.references.children(integer_argument(arguments, "variablesReference", "variables"))
+        start = integer_argument(arguments, "start", "variables", 0)
+        count = integer_argument(arguments, "count", "variables", 0)
         self.respond(request, {"variables": entries[start:start + count] if count else entries[start:]})
 
     def on_evaluate(self, request, arguments) -> None:
-        session, _ = self._frame(arguments.get("frameId"))
-        expression = arguments.get("expression", "").strip()
+        expression = arguments.get("expression")
+        if not isinstance(expression, str):
+            raise DebugError('The \'evaluate\' request needs "expression" (a string).')
+        expression = expression.strip()
+        session, _ = self._frame(integer_argument(arguments, "frameId", "evaluate", 0))
         value, shown = session._print_value(expression, None, None)
         if isinstance(value, CValue):
             entry = variable(self.references, expression, value, expression)

@@ -133,10 +133,13 @@ class DataCommands:
                         fmt = letter
                     else:
                         raise DebugError(f'Undefined output format "{letter}".')
-            space, expression = self._space_and_expression(arg.strip(), "generic")
+            space, expression = self._space_and_expression(arg.strip(), None)
             if not expression:
                 raise DebugError("Argument required (starting display address).")
-            address = int(np.asarray(self.value_of(expression, self._lanes(None))[0]).astype(np.uint64))
+            if space is None:
+                space, address = self.examine_target(expression, self._lanes(None))
+            else:
+                address = int(np.asarray(self.value_of(expression, self._lanes(None))[0]).astype(np.uint64))
             if unit is None:
                 last = self.x_state[4] if self.x_state else 4
                 unit = 8 if fmt == "a" else 1 if fmt == "c" else (last if last in (4, 8) else 4) if fmt == "f" \

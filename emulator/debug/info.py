@@ -48,9 +48,7 @@ class InfoCommands:
         subcommands = {"breakpoints": self.info_breakpoints, "watchpoints": self.info_watchpoints,
                        "registers": self.info_registers, "display": self.info_display, "cuda": self.info_cuda,
                        "record": self.info_record, "args": self.info_args, "line": self.info_line,
-                       "frame": self.info_frame}
-        if self.variables:
-            subcommands["locals"] = self.info_locals
+                       "frame": self.info_frame, "locals": self.info_locals}
         aliases = {"b": "breakpoints", "br": "breakpoints", "break": "breakpoints", "r": "registers",
                    "reg": "registers"}
         if not word:
@@ -139,6 +137,9 @@ class InfoCommands:
 
     def info_locals(self, arg: str) -> None:
         self._require_running()
+        if not self.variables:
+            self.say("No symbol table info available.")    # gdb's words for a program without debug information
+            return
         self._show_variables(arguments=False)
 
     def _show_variables(self, arguments: bool) -> None:

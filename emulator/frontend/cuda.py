@@ -1,11 +1,11 @@
 """CUDA C++ sources: compiled to PTX with nvcc (when on PATH) or NVRTC (the nvidia-cuda-nvrtc wheel), cached.
 
 `gpuemu run k.cu`, `emulator.load("k.cu")`, `load(text, language="cuda")` and the CuPy-style RawModule
-and RawKernel (emulator.raw) compile here. Every compile adds -lineinfo (reports name .cu lines) and -arch from
-the emulated architecture unless the options give one. GPUEMU_CUDA_COMPILER=nvcc or nvrtc picks a
-compiler; GPUEMU_NVRTC names a libnvrtc to load. The PTX is kept in gpuemu's signed cache under a key
-over the source, the quoted headers it includes, the options, the architecture and the compiler's
-identity, so an edited header or another compiler compiles afresh.
+and RawKernel (emulator.raw) compile here. Every compile adds -lineinfo (reports name .cu lines; left out when
+the options ask for -G, which implies it) and -arch from the emulated architecture unless the options give one.
+GPUEMU_CUDA_COMPILER=nvcc or nvrtc picks a compiler; GPUEMU_NVRTC names a libnvrtc to load. The PTX is kept in
+gpuemu's signed cache under a key over the source, the quoted headers it includes, the options, the architecture
+and the compiler's identity, so an edited header or another compiler compiles afresh.
 """
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ from emulator.base.text import printable
 CUDA_SUFFIXES = (".cu",)
 DEFAULT_ARCH = "sm_90"
 DEFAULT_NAME = "kernel.cu"
+#: the compiler options that ask for device debug information (DWARF variables; no optimisation)
+DEBUG_OPTIONS = ("-G", "--device-debug")
 CACHE_FORMAT = "cuda-ptx-1"
 INSTALL_HINT = ("no CUDA compiler: put nvcc on PATH (the CUDA toolkit) or pip install 'gpuemu[cuda]' "
                 "(NVRTC, no toolkit needed)")
@@ -84,7 +86,7 @@ class Nvcc:
                 command_source, cwd = os.path.basename(file_name), scratch
             else:
                 command_source, cwd = file_name, None
-            command = [self.executable, "-ptx", "-lineinfo", *_arch_option(options, f"-arch={arch}"), *options,
+            command = [self.executable, "-ptx", *_line_info(options), *_arch_option(options, f"-arch={arch}"), *options,
                        command_source, "-o", output]
             try:
                 result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=600)
@@ -128,7 +130,7 @@ class Nvrtc:
     def compile(self, source: str, file_name: str, options: List[str], arch: str,
                 directory: Optional[str]) -> Tuple[str, str]:
         virtual = "compute_" + arch[len("sm_"):]
-        flags = ["-lineinfo", *_arch_option(options, f"-arch={virtual}"), *options]
+        flags = [*_line_info(options), *_arch_option(options, f"-arch={virtual}"), *options]
         if directory is not None:
             flags.append(f"-I{directory or '.'}")
         program = ctypes.c_void_p()
@@ -151,6 +153,12 @@ class Nvrtc:
             return ptx.value.decode("utf-8", errors="replace"), messages
         finally:
             self.library.nvrtcDestroyProgram(ctypes.byref(program))
+
+
+def _line_info(options: Sequence[str]) -> List[str]:
+    """-lineinfo unless the options ask for -G (device debug information), which includes it and which nvcc and
+    ptxas warn about combining with it."""
+    return [] if any(option in DEBUG_OPTIONS for option in options) else ["-lineinfo"]
 
 
 def _arch_option(options: Sequence[str], default: str) -> List[str]:

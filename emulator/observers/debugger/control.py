@@ -17,7 +17,8 @@ import numpy as np
 
 from emulator import ir
 from emulator.base.errors import GpuemuError
-from emulator.machine.lanes import ALL
+from emulator.machine.lanes import ALL, count_of, lanes_of, subselect
+from emulator.machine.printf import format_printf
 from emulator.machine.states import EXITED
 from emulator.memory import DeviceFault, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from emulator.machine.observe import Observer, combine
@@ -206,6 +207,32 @@ class Engine:
         stop = self.new_finding(instr.pc, sel) or self.check(batch, instr.pc, sel, breakpoints=not stepping_over)
         if stop is not None:
             self._pause(stop)
+        if instr.operands and isinstance(instr.operands[0], ir.CallSite) and instr.operands[0].callee == "vprintf":
+            self.probe_printf(batch, instr, sel)
+
+    def probe_printf(self, batch, instr, sel) -> None:
+        """Stop before a vprintf whose format string or arguments a lane cannot read, as before a faulting load:
+        the machine reads them outside the memory events that the other faults stop at."""
+        site = instr.operands[0]
+        guard = batch.guard_reader(instr)
+        active = sel if guard is None else subselect(sel, guard(sel))
+        if not count_of(active, batch.n) or len(site.arguments) < 2:
+            return
+        lanes = lanes_of(active, batch.n)
+        pointers = [batch.memory.load("local", np.full(len(lanes), symbol.address - ir.FUNC_PARAM_BASE, np.uint64),
+                                      lanes, 8).view(np.uint64).reshape(len(lanes)) for symbol in site.arguments[:2]]
+        for index, thread in enumerate(lanes):
+            try:
+                format_printf(batch.memory, int(pointers[0][index]), int(pointers[1][index]), int(thread))
+            except DeviceFault as fault:
+                stop = Stop("fault", instr.pc, self.paused_sel, thread=int(thread),
+                            error=render(batch.memory_fault(instr, fault, int(thread)), batch.program,
+                                         batch.config.arch))
+                self.paused_kind, self.fault_stop = "fault", stop
+                self._pause(stop)
+                return
+            except Exception:  # any other problem is the call's own to report when it runs
+                return
 
     def new_finding(self, pc: int, sel) -> Optional[Stop]:
         """A stop before pc when the checkers found something new since the last step (message: its report)."""

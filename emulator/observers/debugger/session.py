@@ -404,6 +404,10 @@ class DebugSession:
         lanes = self._lanes(None)
         value = self.source_value(expression, lanes) if self.engine is not None and self.batch is not None \
             else None
+        if isinstance(value, CValue) and value.addresses is None and space == "generic":
+            held = "has been optimized out" if value.optimized_out else "is held in a register, not in memory"
+            raise DebugError(f"Cannot watch '{expression}': at this pc it {held}, and gpuemu's watchpoints watch "
+                             f"memory (display {expression} and step instead).")
         if isinstance(value, CValue) and value.addresses is not None and space == "generic":
             where = value.space or "generic"
             address = int(value.addresses[0])
@@ -414,6 +418,21 @@ class DebugSession:
         if space == "generic":
             space, address = resolve_generic(address)
         return space, address, length or 4, None
+
+    def examine_target(self, expression: str, lanes: np.ndarray) -> Tuple[str, int]:
+        """(space, address) where `x EXPR` starts: the space a C pointer points into or a C array lies in
+        (x/4f &s[0], x/4f s), a PTX symbol's own space (x/2f _ZZ3dotPfS_S_iE5cache), else a generic address."""
+        value = self.source_value(expression, lanes)
+        if isinstance(value, CValue) and not value.optimized_out:
+            if value.ctype.kind == "pointer":
+                return value.ctype.space or "generic", int(np.asarray(value.rvalue()).astype(np.uint64)[0])
+            if value.ctype.kind == "array" and value.addresses is not None:
+                return value.space or "generic", int(value.addresses[0])
+        symbol = self.ptx_symbols.get(expression.strip())
+        if symbol is not None and not isinstance(value, CValue) and symbol.space in ("shared", "global", "const",
+                                                                                     "local"):
+            return symbol.space, int(symbol.address)
+        return "generic", int(np.asarray(self.value_of(expression, lanes)[0]).astype(np.uint64))
 
     def add_watch(self, space: str, address: int, length: int, label: Optional[str] = None) -> Watchpoint:
         if space in ("const", "param"):
