@@ -13,7 +13,7 @@ from emulator.api import load
 from emulator.cli import build_parser
 from emulator.cli.debug import command_debug
 from emulator.debug.commands import Session
-from emulator.errors import DeviceError, PTXSyntaxError
+from emulator.errors import DeviceError, GpuemuError, PTXSyntaxError
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAD = """.version 8.0
@@ -123,3 +123,40 @@ def test_debug_exits_non_zero_after_an_internal_error_even_without_batch(monkeyp
     status = command_debug(options, stdin=io.StringIO("run\nquit\n"), stdout=out, stderr=out)
     assert status == 0, out.getvalue()
 
+
+
+FUZZED_HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n"
+ATOM_ADD_B16 = FUZZED_HEADER + """.visible .entry k()
+{
+    .reg .b32 %r<3>;
+    .shared .align 4 .b8 s[4];
+    mov.u32 %r1, s;
+    mov.u32 %r2, 1;
+    atom.shared.add.b16 %r2, [%r1], %r2;
+    ret;
+}
+"""
+WMMA_NINE_DESTINATIONS = FUZZED_HEADER + """.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<22>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, 16;
+    wmma.load.a.sync.aligned.row.m16n16k16.global.s8 {%r2, %r3}, [%rd1], %r1;
+    wmma.load.b.sync.aligned.col.m16n16k16.global.s8 {%r4, %r5}, [%rd1], %r1;
+    wmma.load.c.sync.aligned.row.m16n16k16.global.s32 {%r6, %r7, %r8, %r9, %r10, %r11, %r12, %r13}, [%rd1], %r1;
+    wmma.mma.sync.aligned.row.col.m16n16k16.s32.s8.s8.s32.satfinite {%r14, %r14, %r15, %r16, %r17, %r18, %r19, %r20, %r21}, {%r2, %r3}, {%r4, %r5}, {%r6, %r7, %r8, %r9, %r10, %r11, %r12, %r13};
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("text, line, message", [
+    (ATOM_ADD_B16, 10, "atom.add is not defined for .b16"),
+    (WMMA_NINE_DESTINATIONS, 13, "the d fragment of wmma.mma .m16n16k16 .s32 takes 8 registers, not 9"),
+])
+def test_fuzzer_found_operand_forms_are_errors_at_their_line(text, line, message):
+    kernel = load(text).kernel("k")
+    with pytest.raises(GpuemuError) as caught:
+        kernel.launch(1, 32, [np.zeros(256, np.int32)] if "wmma" in text else [])
+    assert f"<ptx>:{line}:" in str(caught.value) and message in str(caught.value)

@@ -15,6 +15,7 @@ from emulator.machine.lanes import ALL, lanes_of
 from emulator.machine.operands import AddressPlan, access, guarded, reader, writer
 from emulator.machine.registry import BUILDERS, builds
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
+from isa import atomic as atomic_semantics
 from isa import memory as memory_semantics
 from isa import warp
 from isa.table import Decoded, semantics, vector_count
@@ -295,6 +296,10 @@ def build_atom(batch, instr: ir.Instr) -> Callable:
     count = vector_count(decoded)
     if count > 1:
         return _build_vector_atom(batch, instr, op, dest, address, rest, count)
+    if op not in atomic_semantics.OPS_BY_TYPE.get(type_name, ()):
+        raise batch.lowering_error(instr, f"{decoded.family.mnemonic}.{op} is not defined for .{type_name} (ptxas "
+                                          f"refuses it; .{type_name} takes "
+                                          f"{', '.join(atomic_semantics.OPS_BY_TYPE.get(type_name, ())) or 'none'})")
     write = writer(batch, dest, type_name) if dest is not None else None
     reads = [reader(batch, ref, type_name) for ref in rest]
     if op == "cas" and len(reads) != 2 or op != "cas" and len(reads) != 1:

@@ -384,6 +384,13 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
     b_read = [reader(batch, r, word(input_kind)) for r in regs(b_ref)]
     c_read = [reader(batch, r, word(ctype)) for r in regs(c_ref)]
     d_write = [writer(batch, r, word(dtype)) for r in regs(d_ref)]
+    for name, ref, kind, count in (("a", a_ref, input_kind, m * k // 32), ("b", b_ref, input_kind, k * n // 32),
+                                   ("c", c_ref, ctype, m * n // 32), ("d", d_ref, dtype, m * n // 32)):
+        slots = len(regs(ref)) * ELEMENTS_PER_WORD.get(kind, 1)
+        if slots < count or (name == "d" and slots % count):
+            raise batch.lowering_error(instr, f"the {name} fragment of wmma.mma .{shape} .{kind} takes "
+                                              f"{-(-count // ELEMENTS_PER_WORD.get(kind, 1))} registers, "
+                                              f"not {len(regs(ref))}")
 
     def gather(readers, threads, kind, count):
         words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in readers], axis=1)
