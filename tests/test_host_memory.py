@@ -101,3 +101,15 @@ def test_device_allocations_step_past_attached_host_memory_and_overlaps_are_refu
     for address in addresses:
         assert address + 300_000 <= host or address >= host + (1 << 16)
     ctypes.CDLL(None).munmap(ctypes.c_void_p(host), ctypes.c_size_t(1 << 16))
+
+
+def test_device_allocations_below_attached_host_memory_keep_the_table_in_address_order():
+    memory = Memory()
+    first = memory.alloc(64)
+    host = _map_at(first + (1 << 24), 1 << 12)
+    memory.attach_host(host, 1 << 12)
+    second = memory.alloc(64)
+    memory.write(second, np.arange(64, dtype=np.uint8))
+    assert first < second < host and memory.read(second + 10, 2).tolist() == [10, 11]
+    memory.detach_host(host)
+    ctypes.CDLL(None).munmap(ctypes.c_void_p(host), ctypes.c_size_t(1 << 12))

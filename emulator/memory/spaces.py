@@ -138,9 +138,10 @@ class GlobalHeap:
             raise MemoryError(f"global address space exhausted allocating {nbytes:,} bytes")
         offset = self._take_storage(address, nbytes)
         self._next_address = address + max(nbytes, 1) + GUARD_BYTES
-        self._allocations.append(Allocation(address, nbytes, kind, name))
-        self._starts.append(address)
-        self._storage.append(offset)
+        index = bisect_right(self._starts, address)  # the end, unless attached host memory lies above
+        self._allocations.insert(index, Allocation(address, nbytes, kind, name))
+        self._starts.insert(index, address)
+        self._storage.insert(index, offset)
         self._changed()
         return address
 
