@@ -40,6 +40,7 @@ MODULE_CACHE_SIZE = 256
 _DEVICE: Optional[Device] = None
 #: mappings never attached: reading them can fault even where /proc/self/maps says they are readable
 UNSAFE_MAPPINGS = ("[vvar]", "[vvar_vclock]", "[vsyscall]")
+POINTER_TYPES = (ctypes.c_void_p, ctypes.c_char_p)
 
 
 @dataclass(frozen=True)
@@ -183,8 +184,8 @@ def ptx_run(src, nargs: int, args: Sequence, lx: int, ly: int, lz: int, gx: int,
     fault is a DeviceError with gpuemu's report)."""
     on = device or default_device()
     kernel = _kernel(source_text(src), on)
-    given = [arg.value if isinstance(arg, ctypes._SimpleCData) and not isinstance(arg, (ctypes.c_void_p, ctypes.c_char_p))
-             else arg for arg in list(args)[:nargs]]
+    given = [arg.value if isinstance(arg, ctypes._SimpleCData) and not isinstance(arg, POINTER_TYPES) else arg
+             for arg in list(args)[:nargs]]
     if len(given) != len(kernel.params):
         raise UsageError(f"ptx_run: the kernel takes {len(kernel.params)} arguments, {len(given)} given")
     launch_args, raw_addresses = [], []
