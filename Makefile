@@ -2,7 +2,7 @@
 PYTHON ?= python3
 STAMP := build/.installed
 
-.PHONY: install demo test test-clients bench bench-stats coverage clean
+.PHONY: install demo test test-clients fuzz bench bench-stats bench-memory coverage clean
 
 $(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/_core.h emulator/memory/build_core.py \
 		emulator/accel/_arith.c emulator/accel/build_arith.py
@@ -33,11 +33,21 @@ test-clients:
 	$(CLIENTS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$(CLIENT_EXTRAS)]"
 	TRITON_DEFAULT_FP_FUSION=1 $(CLIENTS_VENV)/bin/python -m pytest -q $(CLIENT_TESTS)
 
+# a longer fuzzing run: N API mutants and N/10 CLI ones (make fuzz N=100000 SEED=42 JOBS=8)
+N ?= 20000
+JOBS ?= 2
+fuzz: install
+	GPUEMU_FUZZ_CASES=$(N) GPUEMU_FUZZ_CLI_CASES=$$(( $(N) / 10 )) GPUEMU_FUZZ_JOBS=$(JOBS) \
+	    $(if $(SEED),GPUEMU_FUZZ_SEED=$(SEED)) $(PYTHON) -m pytest -q tests/test_fuzz.py -k mutants
+
 bench: install
 	$(PYTHON) bench/run.py
 
 bench-stats: install
 	$(PYTHON) bench/stats_cost.py
+
+bench-memory: install
+	$(PYTHON) bench/memory_peak.py
 
 coverage:
 	$(PYTHON) -m emulator isa --markdown > docs/COVERAGE.md

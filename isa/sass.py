@@ -28,6 +28,8 @@ class SassOp:
     shape: Union[str, Callable[[Tuple[str, ...]], str]]
     semantics: Callable
     doc: str = ""
+    #: what is wrong with these modifiers (None when the semantics define them)
+    check: Optional[Callable[[Tuple[str, ...]], Optional[str]]] = None
 
     def shape_for(self, mods: Tuple[str, ...], legacy: bool = False) -> str:
         """The operand shape for these modifiers; legacy: Fermi-Maxwell encodings (8-byte instructions)."""
@@ -727,6 +729,13 @@ def _conversion_shape(mnemonic):
 
 # ---- the table ------------------------------------------------------------------------------------------
 
+def _mufu_check(mods: Tuple[str, ...]) -> Optional[str]:
+    known = ("RCP64H", "RSQ64H", "SIN", "COS") + tuple(_MUFU)
+    if not any(name in mods for name in known):
+        return f"MUFU needs a function: one of {' '.join('.' + name for name in known)}"
+    return None
+
+
 OPS: Dict[str, SassOp] = {op.mnemonic: op for op in (
     SassOp("IADD3", "d q? q? s s s p? p?", iadd3, "three-input add with carries"),
     SassOp("IADD", "d q? s s p?", iadd, "Fermi-Maxwell add"),
@@ -776,7 +785,7 @@ OPS: Dict[str, SassOp] = {op.mnemonic: op for op in (
     SassOp("F2FP", "d s:f s:f", f2fp),
     SassOp("SGXT", "d s s", sgxt),
     SassOp("BMSK", "d s s", bmsk),
-    SassOp("MUFU", "d s:f", mufu),
+    SassOp("MUFU", "d s:f", mufu, check=_mufu_check),
     SassOp("DADD", "d:64 s:F s:F", dadd),
     SassOp("DMUL", "d:64 s:F s:F", dmul),
     SassOp("DFMA", "d:64 s:F s:F s:F", dfma),

@@ -144,6 +144,10 @@ class Family:
     carry_out: bool = False
     type_optional: bool = False
     optional_slots: int = 0
+    #: modifier categories an instruction of the family must name (setp's comparison, shf's mode, ...)
+    required: Tuple[str, ...] = ()
+    #: the rules its types and modifiers must satisfy together: decoded → what is wrong, or None
+    check: Optional[Callable[["Decoded"], Optional[str]]] = None
 
 
 _SLOT_TOKENS = {f"T{i}": i for i in range(4)}
@@ -358,6 +362,18 @@ def _compare(d):
     return compare_function(d, d.type)
 
 
+def _setp_sig(d):
+    return "pred <- T, T, pred" if d.has("boolop") else "pred <- T, T"
+
+
+def _set_sig(d):
+    return "T0 <- T1, T1, pred" if d.has("boolop") else "T0 <- T1, T1"
+
+
+def _lop3_sig(d):
+    return "b32 <- b32, b32, b32, b32, pred" if d.has("boolop") else "b32 <- b32, b32, b32, b32"
+
+
 def _setp(d):
     compare = _compare(d)
     op = d.get("boolop")
@@ -512,45 +528,249 @@ def _matrix_move(d):
     return tensor.fragments_matrix if d.family.mnemonic == "stmatrix" else tensor.matrix_fragments
 
 
+# ---- the combinations each family defines (decode raises DecodeError for the rest) -----------------
+
+INT_ONLY = ("u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
+DIRECTED = ("rn", "rz", "rm", "rp")
+INT_COMPARISONS = frozenset("eq ne lt le gt ge lo ls hi hs".split())
+FLOAT_COMPARISONS = frozenset("eq ne lt le gt ge equ neu ltu leu gtu geu num nan".split())
+_CARRY_TYPES = ("u32", "s32", "u64", "s64")
+_PACK_DESTINATIONS = ("u16", "s16", "u8", "s8", "u4", "s4", "u2", "s2")
+_FP8_PAIRS = ("e4m3x2", "e5m2x2")
+_HALF_PAIRS = ("f16x2", "bf16x2")
+
+
+def _mods_text(d: Decoded, *categories: str) -> str:
+    return ".".join(value for name, value in d.mods if name in categories)
+
+
+def _rounding_rule(d: Decoded) -> Optional[str]:
+    """Arithmetic rounds rn rz rm rp; rna and the integer roundings belong to cvt."""
+    if d.has("irnd"):
+        return f"'.{d.get('irnd')}' rounds to an integer and is only for cvt"
+    if d.get("rnd") == "rna":
+        return "'.rna' rounds only cvt's tf32 results; arithmetic rounds .rn .rz .rm .rp"
+    return None
+
+
+def _float_modifier_rule(d: Decoded) -> Optional[str]:
+    """.ftz and .sat belong to f32 and the half types, never f64 or integers (add.sat.s32 excepted)."""
+    if d.type == "f64":
+        for category in ("ftz", "sat"):
+            if d.has(category):
+                return f"'.{category}' is not defined for .f64"
+    return None
+
+
+def _arith_check(d: Decoded) -> Optional[str]:
+    """add/sub/mul/mad: .cc on 32- and 64-bit integers, .wide/.hi/.lo on integers (.wide on 16 and 32 bits),
+    float roundings, .ftz/.sat not on f64."""
+    problem = _rounding_rule(d) or _float_modifier_rule(d)
+    if problem:
+        return problem
+    t = TYPES[d.type]
+    if d.has("cc") and d.type not in _CARRY_TYPES:
+        return f"'.cc' needs a 32- or 64-bit integer type, not .{d.type}"
+    mode = d.get("mulmode")
+    if mode is not None:
+        if not t.is_int or d.type in PACKED_HALVES:
+            return f"'.{mode}' is for integer types, not .{d.type}"
+        if mode == "wide" and t.bits not in (16, 32):
+            return f"'.wide' needs a 16- or 32-bit type (its result is twice as wide), not .{d.type}"
+    if d.has("cc") and d.family.mnemonic == "mad" and mode == "wide":
+        return "mad.cc takes .lo or .hi, not .wide"
+    if d.has("sat") and t.is_int and not (d.type == "s32" and (d.family.mnemonic in ("add", "sub") or
+                                                                 (d.family.mnemonic == "mad" and mode == "hi"))):
+        return f"'.sat' is not defined for .{d.type} here (add.sat.s32, sub.sat.s32, mad.hi.sat.s32)"
+    return None
+
+
+def _fma_check(d: Decoded) -> Optional[str]:
+    return _rounding_rule(d) or _float_modifier_rule(d)
+
+
+def _mad24_check(d: Decoded) -> Optional[str]:
+    if d.has("sat") and not (d.type == "s32" and d.get("halfmode") == "hi"):
+        return "mad24 takes .sat only as mad24.hi.sat.s32"
+    return None
+
+
+def _div_check(d: Decoded) -> Optional[str]:
+    problem = _rounding_rule(d)
+    if problem:
+        return problem
+    t = TYPES[d.type]
+    if t.is_int:
+        return None
+    if d.has("approx") and d.type != "f32":
+        return f"div.{d.get('approx')} is defined for .f32 only"
+    if d.has("approx") and d.has("rnd"):
+        return f"div.{d.get('approx')} takes no rounding modifier"
+    if d.type == "f64" and d.has("ftz"):
+        return "'.ftz' is not defined for .f64"
+    return None
+
+
+def _rcp_sqrt_check(d: Decoded) -> Optional[str]:
+    problem = _rounding_rule(d)
+    if problem:
+        return problem
+    name = d.family.mnemonic
+    if d.get("approx") == "full":
+        return f"{name} has no '.full' form (use .approx or a rounding)"
+    if d.has("approx") and d.has("rnd"):
+        return f"{name}.approx takes no rounding modifier"
+    if d.type == "f64":
+        if d.has("approx"):
+            if name == "sqrt":
+                return "sqrt.approx is defined for .f32 only"
+            if not d.has("ftz"):
+                return "rcp.approx.f64 needs .ftz (rcp.approx.ftz.f64)"
+        elif d.has("ftz"):
+            return "'.ftz' is not defined for .f64"
+    return None
+
+
+def _minmax_check(d: Decoded) -> Optional[str]:
+    t = TYPES[d.type]
+    if d.has("relu") and d.type not in ("s32", "s16x2"):
+        return f"'.relu' is defined for .s32 and .s16x2 only, not .{d.type}"
+    for category in ("nan", "xorsign", "absmod"):
+        if d.has(category) and (t.is_int or d.type in PACKED_HALVES or d.type == "f64"):
+            return f"'.{d.get(category)}' is not defined for .{d.type}"
+    if d.has("xorsign") and not d.has("absmod"):
+        return "'.xorsign' needs '.abs'"
+    if d.has("ftz") and (t.is_int or d.type in PACKED_HALVES):
+        return f"'.ftz' is not defined for .{d.type}"
+    return None
+
+
+def _compare_check(d: Decoded) -> Optional[str]:
+    """setp/set: integer comparisons for integer operands, float ones for floats; .ftz only for floats."""
+    source = d.types[0] if d.family.mnemonic == "setp" else d.types[1]
+    cmp = d.get("cmp")
+    if TYPES[source].is_float:
+        if cmp not in FLOAT_COMPARISONS:
+            return f"'.{cmp}' compares integers, not .{source}"
+    else:
+        if cmp not in INT_COMPARISONS:
+            return f"'.{cmp}' compares floating-point values, not .{source}"
+        if d.has("ftz"):
+            return f"'.ftz' is not defined for .{source}"
+    return None
+
+
+def _cvt_check(d: Decoded) -> Optional[str]:
+    """The conversions cvt defines: integers and floats (no .bN), tf32 from f32, packed pairs from f32, fp8
+    pairs from and to half pairs, .pack.sat to narrow integers from s32; float-to-integer needs an integer
+    rounding, and an integer rounding otherwise only rounds a float in its own type."""
+    dst, src = d.types[:2]
+    rnd, irnd = d.get("rnd"), d.get("irnd")
+    name = f"cvt.{dst}.{src}"
+    if d.has("pack"):
+        if dst not in _PACK_DESTINATIONS or src != "s32":
+            return f"cvt.pack converts .s32 to {' '.join('.' + t for t in _PACK_DESTINATIONS)}, not {name}"
+        if rnd or irnd:
+            return "cvt.pack takes no rounding modifier"
+        if len(d.types) == 3 and dst in ("u16", "s16"):
+            return f"cvt.pack.{dst} takes no third operand type"
+        return None
+    if len(d.types) == 3:
+        return f"{name} takes two types (a third, .b32, belongs to cvt.pack)"
+    if dst in ("u4", "s4", "u2", "s2") or src in ("u4", "s4", "u2", "s2"):
+        return f"{name}: 4- and 2-bit integers are cvt.pack destinations only"
+    for t in (dst, src):
+        if TYPES[t].kind == "bits":
+            return f"cvt converts typed values; .{t} is not one (use .u{t[1:]} or .s{t[1:]})"
+    if dst in _FP8_PAIRS or src in _FP8_PAIRS or dst in _HALF_PAIRS or src in _HALF_PAIRS:
+        pair_ok = ((dst in _FP8_PAIRS + _HALF_PAIRS and src == "f32") or
+                   (dst in _FP8_PAIRS and src in _HALF_PAIRS) or (dst == "f16x2" and src in _FP8_PAIRS))
+        if not pair_ok:
+            return f"{name} is not defined (packed pairs convert from .f32, and fp8 pairs to and from half pairs)"
+        if irnd or (rnd not in (None, "rn", "rz") if dst in _HALF_PAIRS else rnd not in (None, "rn")):
+            return f"{name} does not take '.{irnd or rnd}'"
+        return None
+    if src == "tf32" or (dst == "tf32" and src != "f32"):
+        return f"{name} is not defined (tf32 is a destination, from .f32)"
+    dst_int, src_int = dst in INT_ONLY, src in INT_ONLY
+    if dst == "tf32" and (irnd or rnd not in (None, "rn", "rz", "rna")):
+        return f"cvt.tf32.f32 rounds .rna, .rn or .rz, not '.{irnd or rnd}'"
+    if rnd == "rna" and dst != "tf32":
+        return "'.rna' rounds only cvt's tf32 results"
+    if dst_int and src_int:
+        if rnd or irnd:
+            return f"{name} converts integers and takes no rounding modifier"
+        return None
+    if src_int:
+        if irnd:
+            return f"'.{irnd}' rounds a floating-point source; {name} has an integer source"
+        return None
+    if dst_int:
+        if irnd is None:
+            return f"{name} needs an integer rounding: .rni .rzi .rmi or .rpi"
+        return None
+    if irnd and dst != src:
+        return f"'.{irnd}' rounds to an integer in the source's own type; {name} changes type"
+    return None
+
+
+def _mma_check(d: Decoded) -> Optional[str]:
+    """mma.sync: a and b of one floating-point type (8-bit integers and fp8 may mix), accumulators of the width the
+    inputs give (f64 → f64, f16 → f16 or f32, bf16/tf32/fp8 → f32, integers → s32)."""
+    dtype, atype, btype, ctype = d.types
+    integers, fp8 = ("s8", "u8"), ("e4m3", "e5m2")
+    if atype != btype and not ({atype, btype} <= set(integers) or {atype, btype} <= set(fp8)):
+        return f"mma multiplies .{atype} by .{btype}: a and b must have one type"
+    wanted = {"f64": ("f64",), "f16": ("f16", "f32"), "s8": ("s32",), "u8": ("s32",)}.get(atype, ("f32",))
+    for role, t in (("d", dtype), ("c", ctype)):
+        if t not in wanted:
+            return f"mma with .{atype} inputs accumulates in {' or '.join('.' + w for w in wanted)}, not .{t} ({role})"
+    return None
+
+
 FAMILIES: Tuple[Family, ...] = (
     # integer and float arithmetic
     Family("add", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("rnd", "ftz", "sat", "cc"), semantics=_add,
-           carry_out=True, doc="a + b: integers wrap (.sat clamps s32, .cc sets the carry), floats round"),
+           carry_out=True, doc="a + b: integers wrap (.sat clamps s32, .cc sets the carry), floats round",
+           check=_arith_check),
     Family("addc", "T <- T, T", (("u32", "s32", "u64", "s64"),), ("cc",), semantics=_addc, carry_in=True,
            carry_out=True, doc="a + b + carry in"),
     Family("sub", "T <- T, T", (ARITH_INT + FLOAT_ALL,), ("rnd", "ftz", "sat", "cc"), semantics=_sub,
-           carry_out=True, doc="a - b"),
+           carry_out=True, doc="a - b", check=_arith_check),
     Family("subc", "T <- T, T", (("u32", "s32", "u64", "s64"),), ("cc",), semantics=_subc, carry_in=True,
            carry_out=True, doc="a - b - borrow in"),
     Family("mul", _mul_sig, (ARITH_INT + FLOAT_ALL,), ("mulmode", "rnd", "ftz", "sat"), semantics=_mul,
-           doc="a * b: .lo/.hi half or .wide product of integers, a rounded product of floats"),
+           doc="a * b: .lo/.hi half or .wide product of integers, a rounded product of floats", check=_arith_check),
     Family("mad", _mad_sig, (ARITH_INT + FLOAT_ALL,), ("mulmode", "rnd", "ftz", "sat", "cc"), semantics=_mad,
-           carry_out=True, doc="a * b + c (mad.f32/f64 with a rounding modifier is a fused fma)"),
+           carry_out=True, doc="a * b + c (mad.f32/f64 with a rounding modifier is a fused fma)", check=_arith_check),
     Family("madc", "T <- T, T, T", (("u32", "s32", "u64", "s64"),), ("mulmode", "cc"), semantics=_madc,
            carry_in=True, carry_out=True, doc="a * b + c + carry in"),
     Family("mul24", "T <- T, T", (("u32", "s32"),), ("halfmode",), semantics=_mul24,
            doc="product of the low 24 bits of a and b, its low or high 32 bits"),
     Family("mad24", "T <- T, T, T", (("u32", "s32"),), ("halfmode", "sat"), semantics=_mad24,
-           doc="mul24 then + c"),
+           doc="mul24 then + c", check=_mad24_check),
     Family("sad", "T <- T, T, T", (ARITH_INT,), semantics=_typed(intops.sad), doc="|a - b| + c"),
     Family("fma", "T <- T, T, T", (FLOAT_ALL,), ("rnd", "ftz", "sat", "oob", "relu"), semantics=_fma,
-           doc="a * b + c rounded once"),
+           doc="a * b + c rounded once", check=_fma_check),
     Family("div", "T <- T, T", (ARITH_INT + FLOATS,), ("rnd", "approx", "ftz"), semantics=_div,
-           doc="a / b: integers truncate (by zero: all ones), floats round, .approx/.full as the H100"),
+           doc="a / b: integers truncate (by zero: all ones), floats round, .approx/.full as the H100",
+           check=_div_check),
     Family("rem", "T <- T, T", (ARITH_INT,), semantics=_rem, doc="the remainder of a / b, the sign of a"),
     Family("abs", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), semantics=_abs, doc="|a|"),
     Family("neg", "T <- T", (("s16", "s32", "s64") + FLOAT_ALL,), ("ftz",), semantics=_neg, doc="-a"),
     Family("min", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("ftz", "nan", "relu", "xorsign", "absmod"),
-           semantics=_minmax(fp.fmin, intops.imin), doc="the smaller of a and b (floats: the non-NaN one)"),
+           semantics=_minmax(fp.fmin, intops.imin), doc="the smaller of a and b (floats: the non-NaN one)",
+           check=_minmax_check),
     Family("max", "T <- T, T", (ARITH_INT + FLOAT_ALL + PACKED_HALVES,), ("ftz", "nan", "relu", "xorsign", "absmod"),
-           semantics=_minmax(fp.fmax, intops.imax), doc="the larger of a and b (floats: the non-NaN one)"),
+           semantics=_minmax(fp.fmax, intops.imax), doc="the larger of a and b (floats: the non-NaN one)",
+           check=_minmax_check),
     Family("copysign", "T <- T, T", (FLOATS,), semantics=_copysign, doc="b with the sign of a"),
     Family("testp", "pred <- T", (FLOATS,), ("testprop",), semantics=_testp,
-           doc="whether a is finite, infinite, a number, NaN, normal or subnormal"),
+           doc="whether a is finite, infinite, a number, NaN, normal or subnormal", required=("testprop",)),
     Family("rcp", "T <- T", (FLOATS,), ("rnd", "approx", "ftz"), semantics=_unary_float(fp.frcp, with_mode=True),
-           doc="1 / a"),
+           doc="1 / a", check=_rcp_sqrt_check),
     Family("sqrt", "T <- T", (FLOATS,), ("rnd", "approx", "ftz"), semantics=_unary_float(fp.fsqrt, with_mode=True),
-           doc="the square root of a"),
+           doc="the square root of a", check=_rcp_sqrt_check),
     Family("rsqrt", "T <- T", (FLOATS,), ("approx", "ftz"), semantics=_unary_float(fp.frsqrt),
            doc="1 / sqrt(a), approximated as the H100's special-function unit does"),
     Family("sin", "T <- T", (("f32",),), ("approx", "ftz"), semantics=_unary_float(fp.fsin),
@@ -576,7 +796,7 @@ FAMILIES: Tuple[Family, ...] = (
     Family("prmt", "b32 <- b32, b32, b32", (("b32",),), ("prmtmode",), semantics=_prmt,
            doc="byte permute of the eight bytes of a and b"),
     Family("shf", "b32 <- b32, b32, u32", (("b32",),), ("shfldir", "shfmode"), semantics=_shf,
-           doc="funnel shift of the 64-bit b:a, clamped or wrapped amount"),
+           doc="funnel shift of the 64-bit b:a, clamped or wrapped amount", required=("shfldir", "shfmode")),
     Family("shl", "T <- T, u32", (("b16", "b32", "b64"),), semantics=_shl, doc="a << b (amounts past the width: 0)"),
     Family("shr", "T <- T, u32", (("b16", "b32", "b64", "u16", "u32", "u64", "s16", "s32", "s64"),),
            semantics=_shr, doc="a >> b, arithmetic for signed types"),
@@ -585,29 +805,31 @@ FAMILIES: Tuple[Family, ...] = (
     Family("xor", "T <- T, T", (BITWISE,), semantics=_logic(intops.lxor), doc="a ^ b"),
     Family("not", "T <- T", (BITWISE,), semantics=_logic(intops.lnot), doc="~a"),
     Family("cnot", "T <- T", (("b16", "b32", "b64"),), semantics=_logic(intops.cnot), doc="a == 0 ? 1 : 0"),
-    Family("lop3", "b32 <- b32, b32, b32, b32, pred?", (("b32",),), ("boolop",), semantics=_lop3,
+    Family("lop3", _lop3_sig, (("b32",),), ("boolop",), semantics=_lop3,
            doc="any function of three bit vectors given as its truth table"),
     Family("fns", "b32 <- b32, u32, s32", (("b32",),), semantics=_plain(intops.fns),
            doc="the position of the n-th set bit from base"),
     Family("bmsk", "b32 <- b32, b32", (("b32",),), ("shfmode",), semantics=_bmsk,
-           doc="a mask of b ones from bit a"),
+           doc="a mask of b ones from bit a", required=("shfmode",)),
     Family("szext", "T <- T, u32", (("u32", "s32"),), ("shfmode",), semantics=_szext,
-           doc="sign- or zero-extend a from bit b"),
+           doc="sign- or zero-extend a from bit b", required=("shfmode",)),
     Family("dp4a", _dp_sig, (("u32", "s32"), ("u32", "s32")), semantics=_dp4a,
            doc="four-way byte dot product plus c"),
     Family("dp2a", _dp_sig, (("u32", "s32"), ("u32", "s32")), ("halfmode",), semantics=_dp2a,
            doc="two-way 16-bit by 8-bit dot product plus c"),
     # comparison and selection
-    Family("setp", "pred <- T, T, pred?", (ALL_DATA,), ("cmp", "boolop", "ftz"), semantics=_setp,
-           doc="compare a and b (optionally combined with c) into a predicate (and its negation)"),
-    Family("set", "T0 <- T1, T1, pred?", (("u32", "s32", "f32") + HALVES, ALL_DATA), ("cmp", "boolop", "ftz"),
-           semantics=_set, doc="compare into all ones / 1.0 or zero"),
+    Family("setp", _setp_sig, (ALL_DATA,), ("cmp", "boolop", "ftz"), semantics=_setp,
+           doc="compare a and b (optionally combined with c) into a predicate (and its negation)",
+           required=("cmp",), check=_compare_check),
+    Family("set", _set_sig, (("u32", "s32", "f32") + HALVES, ALL_DATA), ("cmp", "boolop", "ftz"),
+           semantics=_set, doc="compare into all ones / 1.0 or zero", required=("cmp",), check=_compare_check),
     Family("selp", "T <- T, T, pred", (ALL_DATA,), semantics=_selp, doc="c ? a : b"),
     Family("slct", "T0 <- T0, T0, T1", (INT_TYPES + FLOATS, ("s32", "f32")), ("ftz",), semantics=_slct,
            doc="c >= 0 ? a : b"),
     # conversion and data movement
     Family("cvt", _cvt_sig, (CVT_TYPES, CVT_TYPES, ("b32",)), ("rnd", "irnd", "ftz", "sat", "relu", "satfinite", "pack"),
-           semantics=_cvt, optional_slots=1, doc="convert between types: rounding, saturation, NaN to 0"),
+           semantics=_cvt, optional_slots=1, doc="convert between types: rounding, saturation, NaN to 0",
+           check=_cvt_check),
     Family("mov", "T <- T", (ALL_DATA + ("pred",),), op_class="mov", semantics=_plain(intops.move),
            doc="copy a value (and pack or unpack vector registers)"),
     Family("cvta", "T <- T", (("u32", "u64"),), ("cvtadir", "space"), op_class="cvta", semantics=_cvta,
@@ -621,9 +843,10 @@ FAMILIES: Tuple[Family, ...] = (
     Family("st", "<- addr, T", (MEM_TYPES,), ("space", "cache", "sem", "scope", "vec"), op_class="st",
            semantics=_store, doc="store one element or a vector of them per thread"),
     Family("atom", "T <- addr, T, T?", (ATOM_TYPES,), ("space", "sem", "scope", "atomop", "noftz", "vec"),
-           op_class="atom", semantics=_atomic, doc="read-modify-write memory, lanes in order; returns the old value"),
+           op_class="atom", semantics=_atomic, doc="read-modify-write memory, lanes in order; returns the old value",
+           required=("atomop",)),
     Family("red", "<- addr, T", (ATOM_TYPES,), ("space", "sem", "scope", "redop", "noftz", "vec"),
-           op_class="red", semantics=_atomic, doc="atom without the result"),
+           op_class="red", semantics=_atomic, doc="atom without the result", required=("redop",)),
     Family("prefetch", "<- addr", (), ("space", "prefetchlevel"), op_class="nop", doc="a cache hint: no effect here"),
     Family("prefetchu", "<- addr", (), ("prefetchlevel",), op_class="nop", doc="a cache hint: no effect here"),
     # control flow: run by the scheduler (emulator.machine.batch)
@@ -646,15 +869,16 @@ FAMILIES: Tuple[Family, ...] = (
            doc="a memory fence: every access is already visible in program order here"),
     # warp-level
     Family("vote", "T <- pred, b32?", (("pred", "b32"),), ("sync", "votemode"), op_class="vote",
-           semantics=_moded(warp.vote, "votemode"), doc="all/any/uni/ballot of a predicate over the warp"),
+           semantics=_moded(warp.vote, "votemode"), doc="all/any/uni/ballot of a predicate over the warp",
+           required=("votemode",)),
     Family("shfl", "b32 <- b32, b32, b32, b32?", (("b32",),), ("sync", "shflmode"), op_class="shfl",
-           semantics=_moded(warp.shfl_source, "shflmode"), doc="read another lane's register"),
+           semantics=_moded(warp.shfl_source, "shflmode"), doc="read another lane's register", required=("shflmode",)),
     Family("activemask", "b32 <-", (("b32",),), op_class="activemask", semantics=_plain(warp.activemask),
            doc="the mask of the warp's executing lanes"),
     Family("match", "b32 <- T, b32", (("b32", "b64"),), ("sync", "matchmode"), op_class="match",
-           semantics=_moded(warp.match, "matchmode"), doc="the lanes holding the same value"),
+           semantics=_moded(warp.match, "matchmode"), doc="the lanes holding the same value", required=("matchmode",)),
     Family("redux", "T <- T, b32", (("u32", "s32", "b32"),), ("sync", "reduxop"), op_class="redux",
-           semantics=_moded(warp.redux, "reduxop"), doc="an integer reduction over the warp"),
+           semantics=_moded(warp.redux, "reduxop"), doc="an integer reduction over the warp", required=("reduxop",)),
     Family("elect", "pred <- b32", (), ("sync",), op_class="elect", semantics=_plain(warp.elect),
            doc="one leader lane of the warp"),
     # asynchronous copies and tensor cores (what Triton and cuBLAS-style PTX use)
@@ -672,7 +896,7 @@ FAMILIES: Tuple[Family, ...] = (
            op_class="mbarrier", type_optional=True, semantics=_plain(tensor.mbarrier_settle),
            doc="asynchronous barrier objects in shared memory"),
     Family("mma", "T0 <- T1, T2, T3", (MMA_TYPES, MMA_TYPES, MMA_TYPES, MMA_TYPES),
-           ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma", semantics=_mma,
+           ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma", semantics=_mma, check=_mma_check,
            doc="warp-wide tensor-core multiply-accumulate"),
     Family("wgmma", "<-", (("f16", "f32", "s32"), WGMMA_INPUTS, WGMMA_INPUTS),
            ("wgmmaop", "sync", "aligned", "wgmmashape", "satfinite"), op_class="wgmma", optional_slots=3,
@@ -728,7 +952,15 @@ def decode(mnemonic: str, modifiers: Tuple[str, ...]) -> Decoded:
     for slot, (name, allowed) in enumerate(zip(types, family.types)):
         if name not in allowed:
             raise DecodeError(f"'{mnemonic}' is not defined for type .{name}")
-    return Decoded(family, tuple(types), tuple(mods), tuple(hints))
+    for category in family.required:
+        if category not in seen:
+            choices = " ".join(f".{value}" for value in sorted(CATEGORIES[category]))
+            raise DecodeError(f"'{mnemonic}' needs one of {choices}")
+    decoded = Decoded(family, tuple(types), tuple(mods), tuple(hints))
+    problem = family.check(decoded) if family.check is not None else None
+    if problem:
+        raise DecodeError(problem)
+    return decoded
 
 
 def semantics(decoded: Decoded) -> Callable:
@@ -769,6 +1001,8 @@ def validate(families: Tuple[Family, ...]) -> None:
         mnemonics.add(family.mnemonic)
         for category in family.mods:
             require(category in CATEGORIES, family, f"unknown modifier category {category}")
+        for category in family.required:
+            require(category in family.mods, family, f"requires category {category}, which it does not take")
         for allowed in family.types:
             for name in allowed:
                 require(name in TYPES, family, f"unknown type {name}")

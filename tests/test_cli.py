@@ -1,4 +1,5 @@
 """The `gpuemu` command as a user types it: outputs, statistics, and one-line errors with their exit statuses."""
+import io
 import json
 import os
 import subprocess
@@ -162,20 +163,22 @@ def test_launch_reports_progress_after_each_batch_of_ctas():
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)
 
 
-def test_progress_line_waits_for_its_delay_and_clears_itself():
-    import io
-    from emulator.cli.common import ProgressLine
-    stream = io.StringIO()
-    quiet = ProgressLine(stream, "vecadd", delay=3600)
-    quiet(10, 100)
-    quiet.close()
-    assert stream.getvalue() == ""
-    line = ProgressLine(stream, "vecadd", delay=0)
-    line(10, 100)
-    line(100, 100)
-    assert stream.getvalue() == "\rgpuemu: vecadd: 10 of 100 CTAs (10%), 0 s"
-    line.close()
-    assert stream.getvalue().endswith("\r" + " " * len("gpuemu: vecadd: 10 of 100 CTAs (10%), 0 s") + "\r")
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_draws_only_on_a_terminal_after_its_delay_and_erases_itself():
+    from emulator.cli.common import Progress
+    for stream, delay in ((_Terminal(), 3600), (io.StringIO(), 0)):
+        with Progress("vecadd", "CTA", stream=stream, delay=delay) as bar:
+            bar(10, 100)
+        assert stream.getvalue() == ""
+    terminal = _Terminal()
+    with Progress("vecadd", "CTA", stream=terminal, delay=0) as bar:
+        bar(10, 100)
+        assert "vecadd" in terminal.getvalue() and "10/100" in terminal.getvalue()
+    assert terminal.getvalue().endswith("\r") and terminal.getvalue().rstrip("\r").endswith(" ")
 
 
 def test_reader_closing_the_pipe_early_loses_no_output_file_and_prints_no_traceback(tmp_path):

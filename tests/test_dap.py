@@ -263,3 +263,59 @@ def test_the_extension_contributes_the_gpuemu_debugger_as_vs_code_documents_it()
         jsonschema.validate({key: value for key, value in configuration.items()
                              if key not in ("type", "request", "name")}, launch_schema)
     assert os.access(EXTENSION / debugger["program"], os.X_OK)
+
+
+def test_step_out_of_an_inlined_function_returns_to_the_callers_line(client):
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 8}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    assert client.request("stackTrace", threadId=thread)["body"]["stackFrames"][0]["name"] == "square"
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
+    client.request("stepOut", threadId=thread)
+    assert client.event("stopped")["body"]["reason"] == "step"
+    frames = client.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert frames[0]["name"].startswith("blocksum") and frames[0]["source"]["path"] == CU
+
+
+def test_a_check_finding_stops_the_kernel_as_an_exception(client):
+    assert client.request("initialize", adapterID="gpuemu", linesStartAt1=True)["success"]
+    response = client.request("launch", program="tests/kernels/checks.ptx", kernel="shared_race", grid=[1, 1, 1],
+                              block=[64, 1, 1], cwd=str(ROOT), args=["zeros:i32:64", "zeros:i32:64"], check=["race"])
+    assert response["success"], response
+    client.event("initialized")
+    client.request("setExceptionBreakpoints", filters=["check"])
+    client.request("configurationDone")
+    stopped = client.event("stopped")["body"]
+    assert stopped["reason"] == "exception" and "race" in (stopped.get("text", "") + stopped.get("description", "")
+                                                          ).lower()
+
+
+COUNT_FOREVER = """.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry count_forever()
+{
+    .reg .b32 %r<2>;
+    .reg .pred %p<2>;
+    mov.u32 %r1, 0;
+$L1:
+    add.s32 %r1, %r1, 1;
+    setp.ne.s32 %p1, %r1, -5;
+    @%p1 bra $L1;
+    ret;
+}
+"""
+
+
+def test_pause_stops_a_kernel_that_runs_on(client, tmp_path):
+    program = tmp_path / "count.ptx"
+    program.write_text(COUNT_FOREVER)
+    assert client.request("initialize", adapterID="gpuemu", linesStartAt1=True)["success"]
+    response = client.request("launch", program=str(program), grid=[1, 1, 1], block=[32, 1, 1], cwd=str(ROOT),
+                              args=[])
+    assert response["success"], response
+    client.event("initialized")
+    client.request("configurationDone")
+    assert client.request("pause", threadId=1)["success"]
+    assert client.event("stopped")["body"]["reason"] == "pause"

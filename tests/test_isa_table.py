@@ -33,7 +33,9 @@ def test_signature_resolves_widened_and_slot_types():
     assert decode("mul", ("wide", "u32")).signature.dest == "u64"
     signature = decode("mad", ("wide", "s32")).signature
     assert signature.dest == "s64" and signature.sources == ("s32", "s32", "s64")
-    assert decode("setp", ("lt", "and", "f32")).signature.optional == 1
+    combined = decode("setp", ("lt", "and", "f32")).signature
+    assert combined.sources == ("f32", "f32", "pred") and combined.optional == 0
+    assert decode("setp", ("lt", "f32")).signature.sources == ("f32", "f32")
 
 
 def test_validation_rejects_unknown_categories_types_and_missing_semantics():

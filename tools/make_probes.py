@@ -1663,7 +1663,7 @@ def uncontended_atomic_probes():
         decls = []
         if generic:
             decls = [".reg .b64 %generic;"]
-            body = [f"ld.param.u64 %generic, [in0];", f"add.s64 %generic, %generic, %offset{element_bytes(kind)};",
+            body = ["ld.param.u64 %generic, [in0];", f"add.s64 %generic, %generic, %offset{element_bytes(kind)};",
                     f"{instruction}.{type_name} %d, [%generic], {operands};"]
         probes.append(Probe(kernel_name(f"{instruction}.{type_name}") + ("_generic_global" if generic else ""),
                             body, ins, [kind], decls=decls))

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
+import threading
+import warnings
 from typing import Optional, Sequence
 
 from emulator.base.errors import GpuemuError
 from emulator.base.text import printable
 from emulator.cli.common import UsageParser
 from emulator.cli.hostmalloc import keep_freed_memory
+from emulator.cli.outputs import Terminated
 
 #: every subcommand and the module that defines it, in the order --help lists them
 COMMANDS = {"run": "emulator.cli.run", "isa": "emulator.cli.isa", "profile": "emulator.cli.profile",
@@ -25,6 +29,7 @@ COMMANDS = {"run": "emulator.cli.run", "isa": "emulator.cli.isa", "profile": "em
 def build_parser(command: Optional[str] = None) -> UsageParser:
     """The parser; given the command the user typed, only that subcommand's module is imported."""
     parser = UsageParser(prog="gpuemu", description="Run CUDA PTX kernels on the CPU, instruction by instruction.")
+    parser.add_argument("--version", action="version", version=f"gpuemu {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
     chosen = [command] if command in COMMANDS else list(COMMANDS)
     for name in chosen:
@@ -87,9 +92,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stdout = stdout
 
 
+def version() -> str:
+    """The installed gpuemu's version."""
+    try:
+        from importlib.metadata import version as installed_version
+        return installed_version("gpuemu")
+    except Exception:  # not installed (run from a source tree)
+        return "unknown"
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
+def _warn_in_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+    print(printable(f"gpuemu: warning: {message}"), file=sys.stderr)
+
+
 def _main(argv: Optional[Sequence[str]]) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     keep_freed_memory()
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_term = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
+    previous_warning = warnings.showwarning
+    warnings.showwarning = _warn_in_one_line
     try:
         parser = build_parser(arguments[0] if arguments else None)
         options = parser.parse_args(arguments)
@@ -101,6 +127,9 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         sys.stdout.flush()
         print(f"gpuemu: error: {error}", file=sys.stderr)
         return error.exit_status
+    except Terminated:
+        print("gpuemu: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("gpuemu: interrupted", file=sys.stderr)
         return 130
@@ -112,6 +141,10 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         where = f"{error.filename}: " if error.filename else ""
         print(printable(f"gpuemu: error: {where}{error.strerror or error}"), file=sys.stderr)
         return 2
+    finally:
+        warnings.showwarning = previous_warning
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous_term)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from emulator.base.errors import DeviceError, UsageError
-from emulator.cli.common import RunFeature, prepare_launch
+from emulator.cli.common import Progress, RunFeature, prepare_launch
 from emulator.machine.policies import SCHEDULES, RandomSchedule, make_policy
 from emulator.observers.checks import CHECKS, DEFAULT_MAX_ERRORS, CheckFailed, CheckSession, compare_outputs
 from emulator.runtime.launch import DEFAULT_ARCH, DEFAULT_MAX_STEPS, DEFAULT_SPIN_LIMIT
@@ -123,14 +123,16 @@ def repeat_outputs(options) -> Dict[str, object]:
     seeds = list(range(options.seed, options.seed + options.repeat))
     results = []
     arch = arch_number(options.arch)
-    for seed in seeds:
-        # the main run has printed the kernel's printf output; the schedules compared here keep theirs
-        module, kernel, args, grid, block = prepare_launch(options, stdout=io.StringIO())
-        try:
-            kernel.launch(grid, block, args, options.shared, max_steps=options.max_steps or DEFAULT_MAX_STEPS,
-                          max_dynamic_shared=options.max_dynamic_shared, arch=arch, spin_limit=options.spin_limit,
-                          policy=RandomSchedule(seed, independent_groups=arch >= 70))
-            results.append((seed, [(i, a) for i, a in enumerate(args) if isinstance(a, np.ndarray)], None))
-        except DeviceError as error:
-            results.append((seed, [], error.cuda_error))
+    with Progress("--repeat", "schedule", total=len(seeds), quiet=getattr(options, "quiet", False)) as progress:
+        for seed in seeds:
+            # the main run has printed the kernel's printf output; the schedules compared here keep theirs
+            module, kernel, args, grid, block = prepare_launch(options, stdout=io.StringIO())
+            try:
+                kernel.launch(grid, block, args, options.shared, max_steps=options.max_steps or DEFAULT_MAX_STEPS,
+                              max_dynamic_shared=options.max_dynamic_shared, arch=arch, spin_limit=options.spin_limit,
+                              policy=RandomSchedule(seed, independent_groups=arch >= 70), move_arguments=True)
+                results.append((seed, [(i, a) for i, a in enumerate(args) if isinstance(a, np.ndarray)], None))
+            except DeviceError as error:
+                results.append((seed, [], error.cuda_error))
+            progress.advance()
     return compare_outputs(results)

@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -84,6 +85,15 @@ def positive_int(text: str) -> int:
     return value
 
 
+def memory_size(text: str) -> int:
+    """argparse type: a size such as 4G, 512M or 1000000 (bytes)."""
+    from emulator.runtime.budget import parse_size
+    try:
+        return parse_size(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def check_output_path(path: str, flag: str) -> None:
     """Fail before the run, not after it, when an output file could not be written there."""
     if os.path.isdir(path):
@@ -94,6 +104,16 @@ def check_output_path(path: str, flag: str) -> None:
     except OSError as error:
         raise UsageError(f"{flag} {path}: cannot create {directory} ({error.strerror})") from None
     if not os.access(directory, os.W_OK):
+        raise UsageError(f"{flag} {path}: the directory is not writable")
+
+
+def check_output_directory(path: str, flag: str) -> None:
+    """Create an output directory up front, or fail before the run when it cannot be written."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{flag} {path}: {error.strerror or error}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
         raise UsageError(f"{flag} {path}: the directory is not writable")
 
 
@@ -124,32 +144,58 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where to look for the CUDA sources the PTX's .file names (default: only beside the PTX)")
     parser.add_argument("--backend", choices=("auto", "c", "numpy"), default="auto",
                         help="memory core: the C library or the pure-numpy fallback")
+    parser.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
+                        help="refuse a module or launch whose host memory would exceed SIZE (e.g. 4G, 512M; "
+                             "default: 75%% of the memory available, within a control group's limit)")
     parser.add_argument("--no-contract", action="store_true",
                         help="run the PTX literally: no mul+add fused into one rounding as ptxas does "
                              "(docs/fidelity.md)")
 
 
-class ProgressLine:
-    """A CTA counter on one terminal line, shown once a launch has run for `delay` seconds."""
+def is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
-    def __init__(self, stream, kernel_name: str, delay: float = 2.0):
-        self.stream, self.kernel_name, self.delay = stream, kernel_name, delay
+
+class Progress:
+    """A progress bar (tqdm) on a terminal's stderr for work that runs longer than `delay` seconds: a launch's CTAs,
+    --repeat's schedules. Nothing is drawn when the stream is not a terminal or `quiet` is set; the bar is erased
+    when the work ends."""
+
+    #: seconds of work before a bar appears
+    DELAY = 2.0
+
+    def __init__(self, description: str, unit: str, *, total: Optional[int] = None, stream=None,
+                 quiet: bool = False, delay: Optional[float] = None):
+        from tqdm import tqdm
+        stream = stream if stream is not None else sys.stderr
+        self.delay = self.DELAY if delay is None else delay
         self.started = time.monotonic()
-        self.width = 0
+        self.bar = tqdm(total=total, desc=description, unit=unit, file=stream, leave=False, dynamic_ncols=True,
+                        delay=self.delay, disable=quiet or not is_terminal(stream), unit_scale=False,
+                        mininterval=0.2)
 
     def __call__(self, done: int, total: int) -> None:
-        elapsed = time.monotonic() - self.started
-        if elapsed < self.delay or done >= total:
-            return
-        text = f"gpuemu: {self.kernel_name}: {done:,} of {total:,} CTAs ({100 * done // total}%), {elapsed:.0f} s"
-        self.stream.write("\r" + text.ljust(self.width))
-        self.stream.flush()
-        self.width = len(text)
+        """Launch.run's progress callback: done of total."""
+        changed = self.bar.total != total
+        self.bar.total = total
+        self.bar.update(done - self.bar.n)
+        if changed and time.monotonic() - self.started >= self.delay:
+            self.bar.refresh()
+
+    def advance(self, count: int = 1) -> None:
+        self.bar.update(count)
 
     def close(self) -> None:
-        if self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()
+        self.bar.close()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def prepare_launch(options, stdout=None):
@@ -158,7 +204,7 @@ def prepare_launch(options, stdout=None):
     from emulator.runtime.module import Device, Module
     if not os.path.exists(options.file):
         raise UsageError(f"{options.file}: no such file")
-    device = Device(backend=options.backend, stdout=stdout)
+    device = Device(backend=options.backend, stdout=stdout, max_memory=getattr(options, "max_memory", None))
     if cuda.is_cuda_path(options.file):
         text, name = cuda.compile_file(options.file, arch=getattr(options, "arch", None)), cuda.ptx_name(options.file)
     else:
@@ -175,7 +221,7 @@ def prepare_launch(options, stdout=None):
     grid = parse_dims(options.grid, "--grid")
     block = parse_dims(options.block, "--block")
     if options.arg or not kernel.params:
-        args = [parse_arg(spec) for spec in options.arg]
+        args = [parse_arg(spec, lazy=True) for spec in options.arg]
     else:
         args, note = default_arguments(kernel.params, grid, block)
         print(f"gpuemu: {note}", file=sys.stderr)

@@ -64,11 +64,38 @@ def command_debug(options, stdin=None, stdout=None, stderr=None) -> int:
     except (GpuemuError, MemoryError, OSError):
         raise
     except Exception as error:  # a gpuemu bug: one line, as the command loop reports them
-        raise GpuemuError(f"internal error: {type(error).__name__}: {error}") from None
+        raise GpuemuError(f"{INTERNAL_ERROR} {type(error).__name__}: {error}") from None
     if options.out:
         _check_out_directory(options.out)
+    internal_errors = _count_internal_errors(session)
     try:
         failed = converse(session, scripts, stdin, stdout, batch=options.batch)
     finally:
         session._kill()
-    return 1 if options.batch and failed else 0
+    return 1 if (options.batch and failed) or internal_errors else 0
+
+
+class _InternalErrors:
+    """Counts the session's `internal error:` lines (a gpuemu bug, reported and survived), which make the exit
+    status 1 whether or not --batch was given."""
+
+    def __init__(self, complain):
+        self.complain = complain
+        self.count = 0
+
+    def __call__(self, text: str) -> None:
+        if text.startswith(INTERNAL_ERROR):
+            self.count += 1
+        self.complain(text)
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+
+INTERNAL_ERROR = "internal error:"
+
+
+def _count_internal_errors(session) -> _InternalErrors:
+    counter = _InternalErrors(session.complain)
+    session.complain = counter
+    return counter

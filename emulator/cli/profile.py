@@ -1,11 +1,11 @@
 """`gpuemu profile`: the kernel's PTX annotated line by line with memory counters; --html writes one page."""
 from __future__ import annotations
 
-import os
 import sys
 
 from emulator.base.errors import DeviceError, UsageError
-from emulator.cli.common import add_launch_arguments, check_output_path, prepare_launch, write_json_atomically
+from emulator.cli.common import Progress, add_launch_arguments, check_output_path, prepare_launch
+from emulator.cli.outputs import RunOutputs, interrupted, write_report_now
 from emulator.observers.profile import Profile, render_html, render_text
 from emulator.observers.stats import MemoryStats, launch_title
 from emulator.runtime.launch import DEFAULT_MAX_STEPS
@@ -38,33 +38,35 @@ def command_profile(options) -> int:
         if path:
             check_output_path(path, flag)
     stats = MemoryStats(options.bank_mode, capture_shared=True)
+    outputs = RunOutputs()
     try:
-        launch_stats = kernel.launch(grid, block, args, options.shared,
-                                     max_steps=options.max_steps or DEFAULT_MAX_STEPS,
-                                     max_dynamic_shared=options.max_dynamic_shared, observer=stats)
-    except DeviceError as error:
+        name = plain_name(kernel.program.name)
+        with Progress(name, "CTA") as progress:
+            launch_stats = kernel.launch(grid, block, args, options.shared,
+                                         max_steps=options.max_steps or DEFAULT_MAX_STEPS,
+                                         max_dynamic_shared=options.max_dynamic_shared, observer=stats,
+                                         progress=progress, move_arguments=True)
+        profile = Profile(stats, options.file, options.top, options.source_dir)
+        title = launch_title(name, launch_stats.grid, launch_stats.block, stats.bank_bytes).replace(
+            "gpuemu stats:", "gpuemu profile:") + f"  {options.file}"
         if options.json:
-            write_json_atomically(options.json, {"status": "error", "error": error.cuda_error,
-                                                 "message": error.summary})
+            report = launch_stats.as_dict()
+            report.update(profile.kernel_counters)
+            report["status"] = "ok"
+            report["lines"] = {str(line): entry for line, entry in stats.line_counters().items()}
+            outputs.write_json(options.json, report)
+        if options.html:
+            page = render_html(profile, title, name)
+            outputs.write(options.html, lambda stream: stream.write(page))
+        outputs.commit()
+    except BaseException as error:
+        outputs.abort()
+        if options.json:
+            status = "interrupted" if interrupted(error) else "error"
+            report = {"status": status, "message": getattr(error, "summary", None) or str(error)}
+            if isinstance(error, DeviceError):
+                report["error"] = error.cuda_error
+            write_report_now(options.json, report)
         raise
-    profile = Profile(stats, options.file, options.top, options.source_dir)
-    name = plain_name(kernel.program.name)
-    title = launch_title(name, launch_stats.grid, launch_stats.block, stats.bank_bytes).replace(
-        "gpuemu stats:", "gpuemu profile:") + f"  {options.file}"
     _print_replacing_unencodable(render_text(profile, title))
-    if options.json:
-        report = launch_stats.as_dict()
-        report.update(profile.kernel_counters)
-        report["status"] = "ok"
-        report["lines"] = {str(line): entry for line, entry in stats.line_counters().items()}
-        write_json_atomically(options.json, report)
-    if options.html:
-        page = render_html(profile, title, name)
-        directory = os.path.dirname(os.path.abspath(options.html))
-        try:
-            os.makedirs(directory, exist_ok=True)
-            with open(options.html, "w", encoding="utf-8") as handle:
-                handle.write(page)
-        except OSError as error:
-            raise UsageError(f"cannot write {options.html}: {error.strerror}") from None
     return 0

@@ -8,8 +8,9 @@ import numpy as np
 
 from emulator.base.errors import DeviceError, GpuemuError
 from emulator.cli import checks, stats, trace
-from emulator.cli.common import (ProgressLine, add_launch_arguments, check_output_path, prepare_launch,
-                                 write_json_atomically, write_npy_atomically)
+from emulator.cli.common import (Progress, add_launch_arguments, check_output_directory, check_output_path,
+                                 prepare_launch)
+from emulator.cli.outputs import RunOutputs, interrupted, write_report_now
 
 #: what `gpuemu run` can attach to a launch, in the order their reports print
 FEATURES = (stats.FEATURE, checks.FEATURE, trace.FEATURE)
@@ -18,22 +19,45 @@ FEATURES = (stats.FEATURE, checks.FEATURE, trace.FEATURE)
 def add_command(commands) -> None:
     run = commands.add_parser("run", help="run a kernel and write its buffers")
     add_launch_arguments(run)
-    run.add_argument("--out", help="directory for argK.npy (every buffer argument after the launch)")
+    run.add_argument("--out", help="directory for argK.npy (every buffer argument after the launch); argK.npy of an "
+                                   "earlier run there that this run does not write are removed")
     run.add_argument("--json", help="write the run's statistics as JSON")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress bar and no summary line on stderr")
     for feature in FEATURES:
         feature.add_arguments(run)
     run.set_defaults(handler=command_run)
 
 
 def command_run(options) -> int:
-    from emulator.machine.observe import combine
-    from emulator.runtime.launch import DEFAULT_MAX_STEPS
     from emulator.runtime.names import plain_name
     module, kernel, args, grid, block = prepare_launch(options)
     if options.out:
-        os.makedirs(options.out, exist_ok=True)
+        check_output_directory(options.out, "--out")
     if options.json:
         check_output_path(options.json, "--json")
+    outputs = options.outputs = RunOutputs(options.out)
+    try:
+        return _run(options, module, kernel, args, grid, block, outputs, plain_name(kernel.name))
+    except DeviceError as error:
+        trace = (options.trace,) if getattr(options, "trace", None) else ()
+        outputs.abort(keep=trace)
+        if options.json:
+            write_report_now(options.json, {"status": "error", "error": error.cuda_error, "message": error.summary})
+        raise
+    except BaseException as error:
+        if not outputs.committed:
+            outputs.abort()
+            if options.json:
+                status = "interrupted" if interrupted(error) else "error"
+                write_report_now(options.json, {"status": status, "message": str(error) or type(error).__name__})
+        raise
+
+
+def _run(options, module, kernel, args, grid, block, outputs: RunOutputs, name: str) -> int:
+    """Launch with the features' observers, then stage the buffers and the report and commit them together."""
+    from emulator.machine.observe import combine
+    from emulator.runtime.launch import DEFAULT_MAX_STEPS
     attached = []
     policy = None
     for feature in FEATURES:
@@ -41,21 +65,11 @@ def command_run(options) -> int:
         if observer is not None:
             attached.append((feature, observer))
         policy = policy or feature.policy_for(options)
-    progress = ProgressLine(sys.stderr, plain_name(kernel.name)) if sys.stderr.isatty() else None
-    try:
-        stats = kernel.launch(grid, block, args, options.shared,
-                              max_steps=options.max_steps or DEFAULT_MAX_STEPS,
+    with Progress(name, "CTA", quiet=options.quiet) as progress:
+        stats = kernel.launch(grid, block, args, options.shared, max_steps=options.max_steps or DEFAULT_MAX_STEPS,
                               max_dynamic_shared=options.max_dynamic_shared,
                               observer=combine(*(observer for _, observer in attached)), policy=policy,
-                              progress=progress)
-    except DeviceError as error:
-        if options.json:
-            write_json_atomically(options.json, {"status": "error", "error": error.cuda_error,
-                                                 "message": error.summary})
-        raise
-    finally:
-        if progress is not None:
-            progress.close()
+                              progress=progress, move_arguments=True)
     report = stats.as_dict()
     report["status"] = "ok"
     finding = None
@@ -65,12 +79,35 @@ def command_run(options) -> int:
         except GpuemuError as error:
             finding = finding or error
             report["status"] = "check failed"
+    buffers = [(index, arg) for index, arg in enumerate(args) if isinstance(arg, np.ndarray)]
     if options.out:
-        for index, arg in enumerate(args):
-            if isinstance(arg, np.ndarray):
-                write_npy_atomically(os.path.join(options.out, f"arg{index}.npy"), arg)
+        for index, arg in buffers:
+            outputs.write(os.path.join(options.out, f"arg{index}.npy"),
+                          lambda stream, arg=arg: np.save(stream, arg, allow_pickle=False), binary=True)
     if options.json:
-        write_json_atomically(options.json, report)
+        outputs.write_json(options.json, report)
+    outputs.commit()
+    if not options.quiet:
+        print(summary_line(name, stats, options, buffers), file=sys.stderr)
     if finding is not None:
         raise finding
     return 0
+
+
+def summary_line(name: str, stats, options, buffers) -> str:
+    """`gpuemu: NAME: grid G x block B, N warp instructions (M thread instructions) in T s; where the outputs went`."""
+    dims = lambda values: "x".join(str(v) for v in values)
+    plural = "s" if len(buffers) != 1 else ""
+    line = (f"gpuemu: {name}: grid {dims(stats.grid)} x block {dims(stats.block)}, {stats.warp_instructions:,} warp "
+            f"instructions ({stats.thread_instructions:,} thread instructions) in {stats.wall_seconds:.2f} s")
+    places = []
+    if options.out:
+        places.append(f"{len(buffers)} buffer{plural} written to {options.out}")
+    elif buffers:
+        places.append(f"no --out given: the {len(buffers)} buffer{plural} after the launch "
+                      f"{'were' if plural else 'was'} not saved (add --out DIR)")
+    if options.json:
+        places.append(f"report {options.json}")
+    if getattr(options, "trace", None):
+        places.append(f"trace {options.trace}")
+    return "; ".join([line] + places)

@@ -31,7 +31,7 @@ class TraceFeature(RunFeature):
         directory = os.path.dirname(os.path.abspath(options.trace))
         if not os.path.isdir(directory):
             raise UsageError(f"--trace {options.trace}: no directory {directory}")
-        return TraceWriter(open(options.trace, "w", encoding="utf-8"), header, trace_filter, close=True)
+        return TraceWriter(options.outputs.open(options.trace), header, trace_filter, close=True)
 
 
     def after_run(self, options, observer: TraceWriter, stats, report) -> None:

@@ -42,13 +42,9 @@ class Barriers:
         guard = batch.guard_reader(instr)
 
         def execute(pc, sel):
-            if guard is not None:
-                active = guard(sel)
-                if not np.all(active):
-                    batch.rpc[subselect(sel, ~active)] = pc + 1
-                    sel = subselect(sel, active)
-                    if len(sel) == 0:
-                        return None
+            sel = self._arriving(guard, pc, sel)
+            if sel is None:
+                return None
             ids = np.asarray(read_id(sel)).reshape(-1)
             bar = int(ids[0]) % NUM_BARRIERS
             ctas = batch.cta_of[sel] if sel is not ALL else batch.cta_of
@@ -108,13 +104,9 @@ class Barriers:
         guard = batch.guard_reader(instr)
 
         def execute(pc, sel):
-            if guard is not None:
-                active = guard(sel)
-                if not np.all(active):
-                    batch.rpc[subselect(sel, ~active)] = pc + 1
-                    sel = subselect(sel, active)
-                    if len(sel) == 0:
-                        return None
+            sel = self._arriving(guard, pc, sel)
+            if sel is None:
+                return None
             lanes = lanes_of(sel, batch.n)
             masks = np.broadcast_to(np.asarray(read_mask(sel)).astype(np.uint32), lanes.shape)
             own = np.uint32(1) << (lanes & 31).astype(np.uint32)
@@ -152,6 +144,17 @@ class Barriers:
         batch.bar_wait[waiting] = -1
         batch.rpc[waiting] = batch.resume_pc[waiting]
         return waiting
+
+    def _arriving(self, guard, pc: int, sel):
+        """The lanes of sel whose guard holds (the others move past the barrier); None when there are none."""
+        if guard is None:
+            return sel
+        active = guard(sel)
+        if np.all(active):
+            return sel
+        self.batch.rpc[subselect(sel, ~active)] = pc + 1
+        sel = subselect(sel, active)
+        return sel if len(sel) else None
 
     def _illegal(self, instr: ir.Instr, count: int, sel):
         batch = self.batch

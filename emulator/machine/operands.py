@@ -14,6 +14,10 @@ from isa import memory as memory_semantics
 from isa.types import TYPES
 
 
+#: addresses wrap around 64 bits (a symbol plus an offset, as a register plus an offset does)
+ADDRESS_MASK = (1 << 64) - 1
+
+
 def immediate(ref: ir.ImmRef, type_name: str):
     """An immediate as a numpy scalar of the instruction type (raw bits for raw-bit float types)."""
     t = TYPES[type_name]
@@ -98,7 +102,8 @@ def reader(batch, ref, type_name: str) -> Callable:
             return lambda sel: value
         return lambda sel: value[sel]
     if isinstance(ref, ir.SymRef):
-        value = convert(np.uint64(batch.addressing.symbol_address(ref.symbol) + ref.offset), type_name)[()]
+        address = (batch.addressing.symbol_address(ref.symbol) + ref.offset) & ADDRESS_MASK
+        value = convert(np.uint64(address), type_name)[()]
         return lambda sel: value
     if isinstance(ref, ir.NotRef):
         inner = reader(batch, ref.reg, "pred")
@@ -183,6 +188,8 @@ class AddressPlan:
             self.static, self.space = batch.addressing.symbol_access(ref.symbol, space, ref.offset)
         elif ref.base is None:
             self.static, self.space = batch.addressing.absolute_access(ref.offset, space)
+        if self.static is not None:
+            self.static &= ADDRESS_MASK
         else:
             storage = batch.regs[ref.base.reg.index]
             self.space, self.translate = batch.addressing.register_access(space)

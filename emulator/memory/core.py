@@ -286,6 +286,24 @@ class Memory:
     def read(self, address: int, nbytes: int) -> np.ndarray:
         return self._heap.read(address, nbytes)
 
+    def view(self, address: int, nbytes: int) -> np.ndarray:
+        """The bytes in place (read-only, no copy); valid until the next alloc."""
+        return self._heap.view(address, nbytes)
+
+    def release(self, address: int, nbytes: int) -> int:
+        """Give the host pages under these bytes (of a live allocation) back to the system; they read as zeros
+        afterwards. For device copies that are about to be freed."""
+        return self._heap.release(address, nbytes)
+
+    @property
+    def bytes_in_use(self) -> int:
+        """Host bytes the device's global allocations occupy (their arena up to the highest live one)."""
+        return self._heap.bytes_in_use
+
+    def growth_for(self, nbytes: int) -> int:
+        """Host bytes the arena grows by for allocations of nbytes in all (0 when they fit)."""
+        return self._heap.growth_for(nbytes)
+
     def allocations(self) -> list[Allocation]:
         return self._heap.allocations()
 

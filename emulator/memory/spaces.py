@@ -10,6 +10,8 @@ import numpy as np
 
 from isa import atomic
 
+from emulator.memory.pages import release_pages
+
 # Global allocations start here; addresses below NULL_LIMIT fault as "null". The generic windows
 # sit above every global address, where an H100 puts them (local 0x7f6d..., shared 0x7f6e...).
 GLOBAL_BASE = 0x7F43_6800_0000
@@ -215,6 +217,10 @@ class GlobalHeap:
         self.arena[start:start + raw.size] = raw
 
     def read(self, address: int, nbytes: int) -> np.ndarray:
+        return self.view(address, nbytes).copy()
+
+    def view(self, address: int, nbytes: int) -> np.ndarray:
+        """The bytes in place, read-only; valid until the next allocation (which may move the arena)."""
         nbytes = int(nbytes)
         if nbytes < 0:
             raise ValueError(f"cannot read {nbytes} bytes")
@@ -222,7 +228,26 @@ class GlobalHeap:
         if attached is not None:
             return np.frombuffer(ctypes.string_at(attached, nbytes), dtype=np.uint8).copy()
         start = self._host_span(int(address), nbytes, "read")
-        return self.arena[start:start + nbytes].copy()
+        view = self.arena[start:start + nbytes]
+        view.flags.writeable = False
+        return view
+
+    def release(self, address: int, nbytes: int) -> int:
+        """Give the host pages under these bytes back to the system; they read as zeros afterwards."""
+        start = self._host_span(int(address), int(nbytes), "release")
+        return release_pages(self.arena[start:start + int(nbytes)])
+
+    @property
+    def bytes_in_use(self) -> int:
+        """Arena bytes below the highest live allocation (holes included): host memory device data occupies."""
+        return self._arena_top
+
+    def growth_for(self, nbytes: int) -> int:
+        """Host bytes that allocations of nbytes in all would add to the arena (0 when they fit)."""
+        top = self._arena_top + int(nbytes) + 64 * ARENA_ALIGN
+        if top <= self.arena.size:
+            return 0
+        return max(top, 2 * self.arena.size, 1 << 20) - self.arena.size
 
     def _attached_span(self, address: int, nbytes: int, verb: str) -> int | None:
         """address itself when [address, address + nbytes) lies in attached host memory, else None."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -336,6 +337,34 @@ def _summary_table(counters: dict) -> str:
             f"<p class=\"meta\">{html.escape(facts)}</p>")
 
 
+#: the width of a character of the charts' 10px monospace labels, in pixels (a little over the real ~6.0)
+CHAR_WIDTH = 6.5
+
+
+def nice_ticks(peak: float, most: int = 5) -> Tuple[List[float], float]:
+    """Axis ticks from 0 at a round step (1, 2, 2.5 or 5 times a power of ten) up to the first tick at or above
+    peak, at most `most` of them; (ticks, top of the axis)."""
+    peak = max(float(peak), 1e-12)
+    raw = peak / (most - 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(power * factor for factor in (1, 2, 2.5, 5, 10) if power * factor >= raw)
+    count = math.ceil(peak / step - 1e-9)
+    ticks = [round(step * index, 12) for index in range(count + 1)]
+    return ticks, ticks[-1]
+
+
+def tick_label(value: float) -> str:
+    """A tick value with no trailing zeros and at most three significant digits after the point: 0, 0.25, 1.5,
+    32, 12500."""
+    if float(value).is_integer() and abs(value) < 1e9:
+        return str(int(value))
+    return f"{value:.3g}"
+
+
+def _text_width(text: str) -> float:
+    return CHAR_WIDTH * len(text)
+
+
 def _bar_chart(profile: Profile) -> str:
     bars = []
     for row in profile.rows:
@@ -344,15 +373,20 @@ def _bar_chart(profile: Profile) -> str:
             bars.append(row)
     if not bars:
         return "<p class=\"note\">No memory requests.</p>"
-    slot, height, top, bottom, left = 34, 180, 18, 46, 44
-    peak = max(max(row.memory["per_request"], 1.0) for row in bars)
-    width = max(left + slot * len(bars) + 10, 420)
+    slot, height, top, bottom = 34, 180, 18, 46
+    ticks, peak = nice_ticks(max(max(row.memory["per_request"], 1.0) for row in bars))
+    labels = [tick_label(tick) for tick in ticks]
+    left = math.ceil(max(_text_width(label) for label in labels) + 14)
+    widest = max(_text_width(str(row.line)) for row in bars)
+    widest = max([widest] + [_text_width(row.memory["label"]) for row in bars])
+    right = max(10, math.ceil(widest / 2 - (slot - 10) / 2 + 4))
+    width = max(left + slot * len(bars) + right, 420)
     parts = [f"<svg width=\"{width}\" height=\"{top + height + bottom}\" role=\"img\" "
              f"aria-label=\"transactions per request by line\">"]
-    for tick in sorted({0.0, peak / 2, peak}):
+    for tick, label in zip(ticks, labels):
         y = top + height - height * tick / peak
         parts.append(f"<line x1=\"{left - 4}\" y1=\"{y:.1f}\" x2=\"{width - 6}\" y2=\"{y:.1f}\" stroke=\"#e5e5e5\"/>"
-                     f"<text x=\"{left - 6}\" y=\"{y + 3:.1f}\" text-anchor=\"end\">{tick:g}</text>")
+                     f"<text x=\"{left - 6}\" y=\"{y + 3:.1f}\" text-anchor=\"end\">{label}</text>")
     for index, row in enumerate(bars):
         memory = row.memory
         x = left + index * slot + 5
@@ -387,8 +421,9 @@ def _bar_chart(profile: Profile) -> str:
 def _grid_svg(matrix: np.ndarray, row_labels: List[str], column_title: str, peak: int,
               right_labels: Optional[List[str]] = None) -> str:
     rows, columns = matrix.shape
-    cell, left, top = 12, 56, 30
-    right = 110 if right_labels else 10
+    cell, top = 12, 30
+    left = max(56, math.ceil(max(_text_width(label) for label in row_labels) + 10))
+    right = math.ceil(max(_text_width(label) for label in right_labels) + 12) if right_labels else 10
     width, height = left + columns * cell + right, top + rows * cell + 8
     parts = [f"<svg width=\"{width}\" height=\"{height}\" role=\"img\" aria-label=\"{html.escape(column_title)}\">",
              f"<text x=\"{left}\" y=\"11\">{html.escape(column_title)}</text>"]

@@ -428,7 +428,7 @@ class MemoryStats(Observer):
             entry = {"ptx": instrs[pcs[0]].text if len(pcs) == 1 else " ".join([instrs[pc].text for pc in pcs]),
                      "warp_instructions": warp_total, "thread_instructions": lane_total,
                      "warp_execution_efficiency": 100.0 * lane_total / (warp_total * WARP) if warp_total else None}
-            source = instrs[pcs[0]].source
+            source = instrs[pcs[0]].user_source
             if source is not None:
                 entry["source"] = f"{source[0]}:{source[1]}"
             if has_branch[index]:

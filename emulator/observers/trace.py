@@ -17,6 +17,8 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, T
 
 import numpy as np
 
+from isa.types import TYPES
+
 from emulator import ir
 from emulator.base.errors import UsageError
 from emulator.machine.lanes import ALL
@@ -120,6 +122,51 @@ def _expand(values, count: int) -> List[str]:
 
 def _mask_text(lanes: np.ndarray) -> str:
     return f"{int(np.bitwise_or.reduce(np.left_shift(np.uint64(1), lanes.astype(np.uint64)))):08x}" if len(lanes) else "00000000"
+
+
+#: register types trace diff shows decoded beside their bits
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64", "f16x2", "bf16x2")
+
+
+def _float_type(instr: ir.Instr, reg: ir.RegInfo) -> Optional[str]:
+    """The floating-point type a destination register holds: its declared type, else the instruction's result type
+    when that is a float of the register's width (add.f32 into a .b32 register)."""
+    if reg.type in FLOAT_TYPES:
+        return reg.type
+    decoded = getattr(instr, "decoded", None)
+    try:
+        result = decoded.signature.dest if decoded is not None and hasattr(decoded, "signature") else None
+    except (KeyError, IndexError, ValueError):
+        result = None
+    if result in FLOAT_TYPES and TYPES[result].bytes == reg.storage.itemsize:
+        return result
+    return None
+
+
+def decode_float(bits: str, type_name: str) -> Optional[str]:
+    """A register's hex bits as the value of its float type ('1.5', '(1.0, -2.0)' for a pair); None if not hex."""
+    try:
+        value = int(bits, 16)
+    except (TypeError, ValueError):
+        return None
+    if type_name in ("f16x2", "bf16x2"):
+        half = type_name[:-2]
+        return f"({decode_float(hex(value >> 16), half)}, {decode_float(hex(value & 0xFFFF), half)})"
+    if type_name == "f64":
+        number = np.array(value & (2 ** 64 - 1), dtype=np.uint64).view(np.float64)[()]
+        return repr(float(number))
+    if type_name == "f32":
+        return str(np.array(value & 0xFFFFFFFF, dtype=np.uint32).view(np.float32)[()])
+    if type_name == "f16":
+        return str(np.array(value & 0xFFFF, dtype=np.uint16).view(np.float16)[()])
+    if type_name == "bf16":
+        return str(np.array((value & 0xFFFF) << 16, dtype=np.uint32).view(np.float32)[()])
+    return None
+
+
+def _shown_value(bits, type_name: Optional[str]) -> str:
+    decoded = decode_float(bits, type_name) if type_name and isinstance(bits, str) else None
+    return f"{bits} ({decoded})" if decoded is not None else f"{bits}"
 
 
 def _destinations(instr: ir.Instr) -> List[ir.RegInfo]:
@@ -252,13 +299,18 @@ class TraceWriter(Observer):
         return batch.regs[reg.index] != negated
 
     def _emit(self, batch, instr, groups, *, executing=None, taken=None) -> None:
+        destinations = _destinations(instr)
         if instr.pc not in self.seen_pcs:
             self.seen_pcs.add(instr.pc)
             record = {"instr": instr.pc, "line": instr.line, "text": " ".join(instr.text.split())}
-            if instr.source is not None:
-                record["src"] = f"{os.path.basename(instr.source[0])}:{instr.source[1]}"
+            source = instr.user_source
+            if source is not None:
+                record["src"] = f"{os.path.basename(source[0])}:{source[1]}"
+            types = {reg.name: _float_type(instr, reg) for reg in destinations}
+            types = {name: type_name for name, type_name in types.items() if type_name}
+            if types:
+                record["types"] = types
             self._write(record)
-        destinations = _destinations(instr)
         access_values = [self._access_values(batch, *access) for access in self.accesses]
         for cta, warp, threads in groups:
             block, _ = batch.thread_coordinates((cta - batch.cta_start) * batch.tpc_pad)
@@ -357,8 +409,10 @@ def describe_record(record: dict, texts: Optional[Dict[int, str]] = None) -> str
     return json.dumps(record, separators=(",", ":"))
 
 
-def differing_lanes(a: dict, b: dict, limit: int = 8) -> List[str]:
-    """What differs between two execution records, lane by lane."""
+def differing_lanes(a: dict, b: dict, limit: int = 8, types: Optional[Dict[str, str]] = None) -> List[str]:
+    """What differs between two execution records, lane by lane; registers of the float types named in types
+    (register → type, from the instruction's record) show their values decoded beside the bits."""
+    types = types or {}
     out = []
     for key in ("block", "warp", "pc", "mask", "exec", "taken"):
         if a.get(key) != b.get(key):
@@ -374,8 +428,9 @@ def differing_lanes(a: dict, b: dict, limit: int = 8) -> List[str]:
         if va is None or vb is None or len(va) != len(vb):
             out.append(f"{name}: A {va} B {vb}")
             continue
-        diffs = [f"lane {lanes[i] if i < len(lanes) else i}: A {x} B {y}" for i, (x, y) in enumerate(zip(va, vb))
-                 if x != y]
+        kind = types.get(name)
+        diffs = [f"lane {lanes[i] if i < len(lanes) else i}: A {_shown_value(x, kind)} B {_shown_value(y, kind)}"
+                 for i, (x, y) in enumerate(zip(va, vb)) if x != y]
         out.append(f"{name} differs in {len(diffs)} lane{'s' if len(diffs) != 1 else ''}: " + ", ".join(diffs[:limit])
                    + (" ..." if len(diffs) > limit else ""))
     mem_a, mem_b = a.get("mem", []), b.get("mem", [])
@@ -419,15 +474,24 @@ def diff_traces(lines_a: Iterable[str], lines_b: Iterable[str], *, context: int 
             out.append(f"header {key}: A {header_a.get(key)} B {header_b.get(key)}")
     recent = collections.deque(maxlen=context)
     texts: Dict[int, str] = {}
+    types: Dict[int, Dict[str, str]] = {}
     number = 0
+    last_a = last_b = header_a
     while True:
         a, b = next(records_a, None), next(records_b, None)
         number += 1
-        if a is not None and "instr" in a and a == b:
-            texts[a["instr"]] = a["text"]
+        for record in (a, b):
+            if record is not None and "instr" in record:
+                texts.setdefault(record["instr"], record.get("text", ""))
+                types.setdefault(record["instr"], record.get("types", {}))
         if a is None and b is None:
+            incomplete = _incomplete(last_a, last_b, name_a, name_b)
+            if incomplete:
+                out.append(f"traces agree on their {number - 1:,} records, but " + "; ".join(incomplete))
+                return False, "\n".join(out)
             out.append(f"traces identical: {number - 1:,} records")
             return True, "\n".join(out)
+        last_a, last_b = (a if a is not None else last_a), (b if b is not None else last_b)
         if a == b:
             recent.append((number, a))
             continue
@@ -440,13 +504,26 @@ def diff_traces(lines_a: Iterable[str], lines_b: Iterable[str], *, context: int 
         if a is not None and b is not None:
             if "instr" in a and "instr" in b:
                 next_a, next_b = next(records_a, None), next(records_b, None)
+                last_a, last_b = (next_a if next_a is not None else last_a), (next_b if next_b is not None else last_b)
                 if next_a is not None and next_b is not None and next_a != next_b and "block" in next_a:
                     out.append(f"then A #{number + 1}: {describe_record(next_a, {a['instr']: a['text']})}")
                     out.append(f"     B #{number + 1}: {describe_record(next_b, {b['instr']: b['text']})}")
-                    out += ["  " + line for line in differing_lanes(next_a, next_b)]
+                    out += ["  " + line for line in differing_lanes(next_a, next_b,
+                                                                     types=a.get("types") or b.get("types"))]
             elif "block" in a and "block" in b:
-                out += ["  " + line for line in differing_lanes(a, b)]
+                out += ["  " + line for line in differing_lanes(a, b, types=types.get(a.get("pc"), {}))]
+        for record in records_a:
+            last_a = record
+        for record in records_b:
+            last_b = record
+        out += _incomplete(last_a, last_b, name_a, name_b)
         return False, "\n".join(out)
+
+
+def _incomplete(last_a, last_b, name_a: str, name_b: str) -> List[str]:
+    """Which traces lack their end record (the run was interrupted, or the trace is still being written)."""
+    return [f"{name} is incomplete: it has no end record (its run was interrupted or is still writing it)"
+            for name, last in ((name_a, last_a), (name_b, last_b)) if not (isinstance(last, dict) and "end" in last)]
 
 
 def trace_text(kernel, grid, block, args, shared: int = 0, *, header: Dict[str, object],

@@ -3,13 +3,15 @@ the parameter buffer a launch puts in device memory."""
 from __future__ import annotations
 
 import reprlib
-from typing import Dict, List, Tuple
+import warnings
+from typing import Dict, List, Set, Tuple
 
 import numpy as np
 
 from emulator import ir
 from emulator.base.errors import LaunchError, UsageError
 from emulator.memory import Memory
+from emulator.memory.pages import release_pages
 from emulator.runtime.names import plain_name
 from isa import fp
 from isa.types import TYPES
@@ -65,6 +67,11 @@ def symbol_bytes(name: str, data) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=native_dtype(array.dtype)).reshape(-1).view(np.uint8)
 
 
+class ArgumentTypeWarning(UserWarning):
+    """A scalar argument whose kind (integer or floating point) differs from its parameter's: its bits are passed as
+    they are."""
+
+
 class DevicePointer(int):
     """A raw device address passed as a pointer argument (no copy in or out)."""
 
@@ -81,21 +88,64 @@ class HostRegion:
         self.pointers = pointers
         self.nbytes = nbytes
         self.address = 0
+        #: chunk starts of a region of one array whose bytes were all zero when copied in
+        self.zero_chunks: Set[int] = set()
 
-    def copy_in(self, memory: Memory) -> None:
+    def copy_in(self, memory: Memory, *, move: bool = False) -> None:
+        """Allocate the region (zero-filled) and copy each array in, COPY_CHUNK bytes at a time, skipping chunks
+        that are all zeros; with move, the pages of a writable array that alone makes up the region are given back
+        as they are copied (copy_back refills them)."""
         self.address = memory.alloc(max(self.nbytes, 1), name=f"arg{min(self.pointers)}")
-        if len(self.views) > 1:
-            memory.write(self.address, np.zeros(self.nbytes, dtype=np.uint8))
+        alone = len(self.views) == 1
         for array, offset in self.views:
-            data = np.ascontiguousarray(array, dtype=native_dtype(array.dtype))
-            memory.write(self.address + offset, data.reshape(-1).view(np.uint8))
+            flat = _flat_bytes(array)
+            if flat is None:
+                data = np.ascontiguousarray(array, dtype=native_dtype(array.dtype))
+                memory.write(self.address + offset, data.reshape(-1).view(np.uint8))
+                continue
+            give_back = move and alone and array.flags.writeable
+            for start in range(0, flat.size, COPY_CHUNK):
+                piece = flat[start:start + COPY_CHUNK]
+                if not piece.any():
+                    if alone:
+                        self.zero_chunks.add(start)
+                    continue
+                memory.write(self.address + offset + start, piece)
+                if give_back:
+                    release_pages(piece)
 
     def copy_back(self, memory: Memory) -> None:
-        """Write the device bytes back into each writable array, in its own layout and byte order."""
+        """Write the device bytes back into each writable array, in its own layout and byte order. A region of one
+        array goes back COPY_CHUNK bytes at a time, each chunk's device pages given back once copied (the region
+        is freed next), so the copy never holds the data twice; a chunk that was zeros and still is stays as it
+        is (its host pages untouched)."""
+        alone = len(self.views) == 1
         for array, offset in self.views:
-            if array.nbytes and array.flags.writeable:
+            if not (array.nbytes and array.flags.writeable):
+                continue
+            flat = _flat_bytes(array)
+            if flat is None:
                 device = memory.read(self.address + offset, array.nbytes).view(native_dtype(array.dtype))
                 array[...] = device.reshape(array.shape)
+                continue
+            for start in range(0, flat.size, COPY_CHUNK):
+                end = min(start + COPY_CHUNK, flat.size)
+                device = memory.view(self.address + offset + start, end - start)
+                if not (start in self.zero_chunks and not device.any()):
+                    flat[start:end] = device
+                if alone:
+                    memory.release(self.address + offset + start, end - start)
+
+
+#: bytes copied to or from the device at a time (what a copy holds twice at most)
+COPY_CHUNK = 32 << 20
+
+
+def _flat_bytes(array: np.ndarray):
+    """The array's bytes as a flat uint8 view when they are C-contiguous in native order (None otherwise)."""
+    if not (array.flags.c_contiguous and array.dtype.isnative) or array.dtype.hasobject:
+        return None
+    return array.reshape(-1).view(np.uint8)
 
 
 def host_regions(arrays: Dict[int, np.ndarray], argument_name) -> List[HostRegion]:
@@ -151,6 +201,23 @@ def _overlap(first: np.ndarray, second: np.ndarray) -> bool:
         return True
 
 
+def _as_parameter_value(raw: np.ndarray, type_name: str) -> str:
+    """The value a parameter of type_name holds in these bytes ('1e-44', '(1.0, 2.0)' for a half pair)."""
+    bits = int.from_bytes(raw.tobytes(), "little")
+    if type_name in ("f16x2", "bf16x2"):
+        half = type_name[:-2]
+        pieces = [np.array([bits >> 16 & 0xFFFF], np.uint16).view(np.uint8), np.array([bits & 0xFFFF],
+                                                                                     np.uint16).view(np.uint8)]
+        return f"({_as_parameter_value(pieces[0], half)}, {_as_parameter_value(pieces[1], half)})"
+    if type_name == "f16":
+        return str(np.array([bits], np.uint16).view(np.float16)[0])
+    if type_name == "bf16":
+        return str(np.array([bits << 16], np.uint32).view(np.float32)[0])
+    if type_name == "tf32":
+        return str(np.array([bits], np.uint32).view(np.float32)[0])
+    return str(raw.view(TYPES[type_name].dtype)[0])
+
+
 class Parameters:
     """A kernel's parameter list, and how a list of Python arguments becomes its parameter buffer."""
 
@@ -178,10 +245,16 @@ class Parameters:
     def pack(self, args: list, memory: Memory) -> Tuple[np.ndarray, List["HostRegion"]]:
         """The parameter bytes, and the host arrays copied into device memory for them (not yet freed)."""
         buffer, regions = self.encode(args)
+        return self.place(buffer, regions, memory)
+
+    def place(self, buffer: np.ndarray, regions: List["HostRegion"], memory: Memory, *,
+              move: bool = False) -> Tuple[np.ndarray, List["HostRegion"]]:
+        """Copy encode's regions into device memory (room for them and the parameter buffer made at once) and put
+        their addresses into the parameter bytes."""
         params = self.program.params
-        memory.reserve(sum(region.nbytes + 256 for region in regions))
+        memory.reserve(sum(region.nbytes + 256 for region in regions) + buffer.size + 256)
         for region in regions:
-            region.copy_in(memory)
+            region.copy_in(memory, move=move)
             for index, offset in region.pointers.items():
                 raw = np.array([region.address + offset], dtype=np.uint64).view(np.uint8)
                 buffer[params[index].offset:params[index].offset + 8] = raw
@@ -213,8 +286,30 @@ class Parameters:
             if raw.size != param.size:
                 raise UsageError(f"argument {index} is {value.dtype.name} ({raw.size} bytes) but parameter "
                                  f"{param.name} is .{param.type} ({param.size} bytes)")
+            self._warn_on_kind_mismatch(index, param, value, raw)
             return raw
         return np.array([self._python_scalar(value, param, self._argument_name(index, param))]).view(np.uint8)
+
+    def _warn_on_kind_mismatch(self, index: int, param: ir.KernelParam, value: np.generic, raw: np.ndarray) -> None:
+        """A floating-point value for an integer parameter, or an integer for a floating-point one, is passed as its
+        bits (as CUDA passes them), which is rarely what was meant: say so."""
+        t = TYPES.get(param.type)
+        if t is None or value.dtype.kind not in "iuf":
+            return
+        float_value, float_param = value.dtype.kind == "f", t.kind in ("float", "half")
+        integer_param = t.kind in ("signed", "unsigned")
+        if not ((float_value and integer_param) or (not float_value and float_param)):
+            return
+        bits = int.from_bytes(raw.tobytes(), "little")
+        seen = _as_parameter_value(raw, param.type)
+        number = value.item()
+        whole = not float_value or (np.isfinite(number) and float(number).is_integer())
+        prefix = {"signed": "i", "unsigned": "u", "float": "f", "half": "f"}[t.kind]
+        spec = f"{prefix}{t.bits}" if param.type not in ("bf16", "f16x2", "bf16x2", "tf32") else None
+        hint = f" (pass {spec}:{int(number)} for the value)" if whole and spec else ""
+        warnings.warn(ArgumentTypeWarning(
+            f"{self._argument_name(index, param)} is given {value.dtype.name} {value!s}: its bits "
+            f"0x{bits:0{2 * raw.size}x} are passed unchanged and read as {seen}{hint}"), stacklevel=5)
 
     @staticmethod
     def _python_scalar(value, param: ir.KernelParam, where: str):

@@ -15,6 +15,7 @@ from emulator.ir.uniform import uniform_registers
 from emulator.machine.batch import Batch, BatchLayout
 from emulator.machine.config import LaunchConfig
 from emulator.machine.stops import MachineStop
+from emulator.runtime import budget
 from emulator.runtime.arguments import Parameters, describe_value, is_integer
 from emulator.runtime.faults import render, where
 from emulator.runtime.names import arch_number, plain_name
@@ -164,11 +165,19 @@ class Launch:
             self.shared_bytes = max(self.shared_bytes, SHARED_DEFAULT_LIMIT)
 
     # ---- running ----
-    def run(self, args: list, *, max_steps: int, batch_bytes: int, progress=None) -> LaunchStats:
+    def run(self, args: list, *, max_steps: int, batch_bytes: int, progress=None,
+            move_arguments: bool = False) -> LaunchStats:
+        """move_arguments: the host arrays' pages may be given back while their copies are on the device (they
+        are written back whole when the launch completes; their contents are undefined if it fails)."""
         if not is_integer(max_steps) or max_steps < 1:
             raise UsageError(f"max_steps must be a positive integer, not {describe_value(max_steps)}")
+        if not is_integer(batch_bytes) or batch_bytes < 1:
+            raise UsageError(f"batch_bytes must be a positive integer, not {describe_value(batch_bytes)}")
         start = time.perf_counter()
-        buffer, copies = Parameters(self.program).pack(args, self.memory)
+        parameters = Parameters(self.program)
+        buffer, regions = parameters.encode(args)
+        self._check_memory(regions, buffer.size, batch_bytes)
+        buffer, copies = parameters.place(buffer, regions, self.memory, move=move_arguments)
         self.param_base = self.memory.alloc(buffer.size, kind="param", name="__params__")
         self.memory.write(self.param_base, buffer)
         self.config = self._configuration(buffer)
@@ -243,9 +252,22 @@ class Launch:
             self.observer.launch_failed(self, error)
 
     def _bytes_per_cta(self) -> int:
-        tpc_pad = self.config.padded_threads_per_cta
-        register_bytes = sum(reg.storage.itemsize for reg in self.program.registers)
-        return tpc_pad * (register_bytes + self.program.local_bytes + 48) + self.shared_bytes
+        return _bytes_per_cta(self.program, _padded_threads(self.block), self.shared_bytes)
+
+    def _check_memory(self, regions, param_bytes: int, batch_bytes: int) -> None:
+        """Refuse the launch (CUDA_ERROR_OUT_OF_MEMORY) before anything is allocated when the device copies of the
+        arguments, the arena's growth for them and the state of a batch of CTAs exceed the device's limit."""
+        copies = sum(region.nbytes for region in regions) + param_bytes + 256 * (len(regions) + 1)
+        total_ctas = int(np.prod(self.grid))
+        per_cta = self._bytes_per_cta()
+        ctas = max(1, min(total_ctas, batch_bytes // max(per_cta, 1)))
+        batch = BATCH_STATE_FACTOR * ctas * per_cta
+        growing = self.memory.bytes_in_use if self.memory.growth_for(copies) else 0
+        budget.check({"argument copies": copies, "moving the device's memory to grow it": growing,
+                      "state of a batch of CTAs": batch},
+                     self.device.max_memory, self.memory.bytes_in_use,
+                     f"launching {plain_name(self.program.name)} on grid {_dims(self.grid)} x block "
+                     f"{_dims(self.block)}")
 
 
     def where(self, instr: ir.Instr) -> str:
@@ -258,6 +280,24 @@ class Launch:
 
 def _align16(value: int) -> int:
     return (value + 15) // 16 * 16
+
+
+#: a batch's temporaries (operands gathered per instruction, masks, observers' copies) next to its registers
+BATCH_STATE_FACTOR = 2
+
+
+def _padded_threads(block) -> int:
+    threads = int(np.prod(block))
+    return (threads + 31) // 32 * 32
+
+
+def _bytes_per_cta(program, padded_threads: int, shared_bytes: int) -> int:
+    register_bytes = sum(reg.storage.itemsize for reg in program.registers)
+    return padded_threads * (register_bytes + program.local_bytes + 48) + shared_bytes
+
+
+def _dims(values) -> str:
+    return "x".join(str(value) for value in values)
 
 
 #: file name endings that make a one-line string a path rather than PTX text

@@ -10,11 +10,11 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from emulator import ir
-from emulator.base.errors import PTXSemanticError, UsageError
+from emulator.base.errors import PTXSemanticError, PTXSyntaxError, UsageError
 from emulator.frontend import cuda
 from emulator.frontend.ptx import syntax as S
 from emulator.frontend.ptx.cache import parse_cached
-from emulator.frontend.ptx.lower import lower_kernel, variable_align, variable_size
+from emulator.frontend.ptx.lower import immediate_problem, lower_kernel, variable_align, variable_size
 from emulator.frontend.sass import looks_like_sass
 from emulator.frontend.sass.lower import lower_function
 from emulator.frontend.sass.program import SassProgram
@@ -22,6 +22,7 @@ from emulator.frontend.sass.parse import parse_listing
 from emulator.machine.operands import immediate
 from emulator.machine.sass import BANK_BYTES
 from emulator.memory import Memory
+from emulator.runtime import budget
 from emulator.runtime.arguments import describe_value, dim3, symbol_bytes
 from emulator.runtime.launch import (CONST_BANK_LIMIT, DEFAULT_ARCH, DEFAULT_BATCH_BYTES, DEFAULT_MAX_STEPS,
                                      DEFAULT_SPIN_LIMIT, GLOBAL_VARIABLE_LIMIT, Launch, LaunchStats)
@@ -36,9 +37,16 @@ class Device:
     """A device context: one global memory and the stream printf writes to."""
 
     def __init__(self, *, backend: str = "auto", stdout=None, arch: Union[str, int] = DEFAULT_ARCH,
-                 spin_limit: int = DEFAULT_SPIN_LIMIT):
+                 spin_limit: int = DEFAULT_SPIN_LIMIT, max_memory: Union[int, str, None] = None):
         """arch: sm_70 and newer count barrier arrivals per thread, older ones per warp; spin_limit:
-        loop iterations after which a batch whose state stopped changing is reported (0: never)."""
+        loop iterations after which a batch whose state stopped changing is reported (0: never); max_memory: the
+        most host memory (bytes, or a size such as '4G') the device's data and a launch's state may take
+        (default: a share of the available memory, emulator.runtime.budget)."""
+        if max_memory is not None and not isinstance(max_memory, str) and \
+                (not isinstance(max_memory, (int, np.integer)) or isinstance(max_memory, bool) or max_memory < 1):
+            raise UsageError(f"max_memory must be a positive number of bytes or a size such as '4G', "
+                             f"not {describe_value(max_memory)}")
+        self.max_memory = budget.parse_size(max_memory) if isinstance(max_memory, str) else max_memory
         self.memory = Memory(backend=backend)
         self.stdout = stdout
         self.launches = 0
@@ -50,6 +58,22 @@ class Device:
         stream.write(text)
 
 
+def check_source_text(text, source_name: str) -> None:
+    """Source text is a str of Unicode characters: a lone surrogate (from Python text that was never UTF-8) is a
+    syntax error at its line and column."""
+    if not isinstance(text, str):
+        raise UsageError(f"{source_name}: the source must be text (str), not {describe_value(text)}")
+    match = _SURROGATE.search(text)
+    if match is not None:
+        line = text.count("\n", 0, match.start()) + 1
+        col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+        raise PTXSyntaxError(source_name, line, col, f"character U+{ord(match.group()):04X} is a lone surrogate, "
+                                                     f"not a Unicode character (the text was never valid UTF-8)")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class Module:
     """A PTX module loaded into a device: globals allocated, constants initialised, kernels on demand."""
 
@@ -58,6 +82,7 @@ class Module:
 
     def __new__(cls, text: str = "", source_name: str = "<ptx>", device: Optional[Device] = None):
         """Module(text) of a SASS listing (a .sass file, cuobjdump -sass output) is a SassModule."""
+        check_source_text(text, source_name)
         if cls is Module and looks_like_sass(text, source_name):
             return super().__new__(SassModule)
         return super().__new__(cls)
@@ -75,6 +100,7 @@ class Module:
     # ---- variables ----
     def _load_variables(self) -> None:
         memory = self.device.memory
+        self._check_variable_memory()
         const_decls = [d for d in self.syntax.variables if d.space == "const"]
         offset = 0
         for decl in const_decls:
@@ -92,11 +118,7 @@ class Module:
         for decl in self.syntax.variables:
             if decl.space == "global":
                 size = max(variable_size(decl), 1)
-                if size > GLOBAL_VARIABLE_LIMIT:
-                    raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
-                                           f"global variable '{decl.name}' of {size} bytes is too large")
                 address = memory.alloc(size, align=max(variable_align(decl), 16), name=decl.name)
-                memory.write(address, np.zeros(size, dtype=np.uint8))
                 self.symbols[decl.name] = ir.SymbolInfo(decl.name, "global", address, size, variable_align(decl))
         for decl in self.syntax.variables:
             if decl.init is not None and decl.space in ("global", "const"):
@@ -106,6 +128,22 @@ class Module:
             elif decl.space not in ("global", "const", "shared"):
                 raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
                                        f"module-scope .{decl.space} variables are not supported")
+
+    def _check_variable_memory(self) -> None:
+        """Refuse the module before allocating when its .global and .const variables exceed the device's host
+        memory limit (each .global is also capped at GLOBAL_VARIABLE_LIMIT), and make room for them at once."""
+        sizes = [max(variable_size(d), 1) for d in self.syntax.variables if d.space == "global"]
+        too_large = [(d, size) for d, size in zip((d for d in self.syntax.variables if d.space == "global"), sizes)
+                     if size > GLOBAL_VARIABLE_LIMIT]
+        if too_large:
+            decl, size = too_large[0]
+            raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                   f"global variable '{decl.name}' of {size} bytes is too large")
+        total = sum(size + 256 + max(variable_align(d), 16) for d, size in
+                    zip((d for d in self.syntax.variables if d.space == "global"), sizes))
+        budget.check({f"{len(sizes)} .global variables": total, "the __constant__ bank": CONST_BANK_LIMIT},
+                     self.device.max_memory, self.device.memory.bytes_in_use, f"loading {self.source_name}")
+        self.device.memory.reserve(total)
 
     def _initializer_bytes(self, decl: S.VarDecl) -> np.ndarray:
         element = TYPES.get(decl.type)
@@ -136,6 +174,10 @@ class Module:
                 raw = np.array([address], dtype=np.uint64).view(np.uint8)[:width]
             else:
                 ref = ir.ImmRef(value.kind, value.value)
+                problem = immediate_problem(ref, decl.type if element else "b8")
+                if problem:
+                    raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
+                                           f"{problem} in the initialiser of '{decl.name}'")
                 scalar = immediate(ref, decl.type if element else "b8")
                 raw = np.array([scalar]).view(np.uint8)
             out[i * width:(i + 1) * width] = raw
@@ -220,18 +262,23 @@ class Kernel:
                observer=None, policy=None, max_dynamic_shared: Optional[int] = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, arch: Union[str, int, None] = None,
                spin_limit: Optional[int] = None, progress=None,
-               environment: Optional[Dict[int, int]] = None) -> LaunchStats:
+               environment: Optional[Dict[int, int]] = None, move_arguments: bool = False) -> LaunchStats:
         """Run the kernel; numpy array arguments are copied to the device and written back in place.
 
         observer: an emulator.observe.Observer (statistics, traces, checkers, debugger); policy: a
         scheduling policy object with select(batch) (and optionally turn_limit) replacing the default
         lowest-pc-first choice of the next group of threads. arch and spin_limit default to the device's.
         progress: called with (CTAs done, CTAs in all) after each batch of CTAs. environment: the values of
-        %envreg0..31 (a driver's; a cooperative launch's grid-sync workspace is %envreg1:%envreg2)."""
+        %envreg0..31 (a driver's; a cooperative launch's grid-sync workspace is %envreg1:%envreg2).
+        move_arguments: the arrays' host pages may be given back while their copies are on the device (for arrays
+        the caller made only to pass: less memory at once; their contents are undefined if the launch fails). A
+        launch whose memory would exceed the device's max_memory is refused before it starts (LaunchError
+        CUDA_ERROR_OUT_OF_MEMORY)."""
         launch = Launch(self, dim3(grid, "grid"), dim3(block, "block"), shared, observer=observer, policy=policy,
                         max_dynamic_shared=max_dynamic_shared, arch=arch, spin_limit=spin_limit)
         launch.environment = dict(environment or {})
-        return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress)
+        return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress,
+                          move_arguments=move_arguments)
 
 
 SOURCE_SUFFIXES = (".ptx", ".sass", ".cubin", ".fatbin", ".cuobjdump", ".s", ".txt", ".cu")
@@ -280,6 +327,7 @@ def _read(source, device: Optional[Device], language: Optional[str], options: Se
     if not isinstance(source, str):
         raise UsageError(f"load() takes a path, PTX text or UTF-8 bytes, not {describe_value(source)}")
     if language == "cuda":
+        check_source_text(source, "<cuda>")
         return load_cuda(source, device=device, options=options)
     return Module(source, "<ptx>", device)
 

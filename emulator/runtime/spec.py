@@ -67,12 +67,20 @@ def _scalar(dtype: np.dtype, text: str, spec: str):
     return dtype.type(value)
 
 
-def parse_arg(spec: str, base_dir: str = "."):
+def parse_arg(spec: str, base_dir: str = ".", *, lazy: bool = False):
     """`@file.npy` → array, `zeros:f32:1024` → array, `i32:5` → numpy scalar, `bytes:0100ff00` → np.void
-    (by-value bytes for a struct or array parameter)."""
+    (by-value bytes for a struct or array parameter). lazy: a .npy file is mapped copy-on-write rather than read,
+    so its pages are read when the launch copies them (and a refused launch reads nothing)."""
     if spec.startswith("@"):
         path = os.path.join(base_dir, spec[1:])
         try:
+            if lazy:
+                try:
+                    mapped = np.load(path, mmap_mode="c", allow_pickle=False)
+                    if isinstance(mapped, np.ndarray):
+                        return mapped
+                except (ValueError, OSError):  # an empty array, or a file that cannot be mapped: read it
+                    pass
             return np.load(path, allow_pickle=False)
         except FileNotFoundError:
             raise UsageError(f"argument file '{path}' not found") from None

@@ -1,6 +1,7 @@
 """Syntax tree → IR for one kernel: lexical register scopes, labels → pcs, symbols → addresses."""
 from __future__ import annotations
 
+import math
 import re
 from typing import Dict, List, Optional, Tuple
 
@@ -94,6 +95,13 @@ def referenced_symbols(function: S.Function) -> set:
 
 
 _TRAILING_DIGITS = re.compile(r"^(.*?)(\d+)$")
+#: names and numbers longer than this are cut short in error messages
+_LONG_WORD = re.compile(r"[^\s']{81,}")
+
+
+def _shorten(match: re.Match) -> str:
+    word = match.group()
+    return f"{word[:40]}...({len(word):,} characters)"
 
 
 class _Scope:
@@ -112,7 +120,8 @@ class _Scope:
         match = _TRAILING_DIGITS.match(name)
         if match and match.group(1) in self.ranges and not (len(match.group(2)) > 1 and match.group(2)[0] == "0"):
             count, type_name = self.ranges[match.group(1)]
-            if int(match.group(2)) < count:
+            digits = match.group(2)
+            if len(digits) <= len(str(count)) and int(digits) < count:
                 self.registers[name] = self.new_register(name, type_name)
                 return self.registers[name]
         return None
@@ -154,7 +163,7 @@ class KernelLowering:
         self.pending_branches: List[Tuple[ir.Instr, str, S.Instruction]] = []
 
     def error(self, pos: S.Pos, message: str) -> PTXSemanticError:
-        return PTXSemanticError(self.source, pos.line, pos.col + 0, message)
+        return PTXSemanticError(self.source, pos.line, pos.col + 0, _LONG_WORD.sub(_shorten, message))
 
     # ---- layout ----
     def _reachable(self) -> List[S.Function]:
@@ -323,8 +332,7 @@ class KernelLowering:
             self._inlined: Tuple[ir.InlineFrame, ...] = ()
             self._loc_scopes: Dict[Tuple[int, int, int], Tuple[ir.InlineFrame, ...]] = {}
             self._lower_block(fn, fn.body, _Scope(function_scopes[fn.name]))
-            if not self.instrs or self.instrs[-1].function != fn.name or \
-                    self.instrs[-1].control not in (ir.EXIT, ir.RETURN, ir.BRANCH, ir.TRAP):
+            if self._falls_off_the_end(fn):
                 self.instrs.append(self._implicit_return(fn))
             for instr, syntax in self._function_pending:
                 name = syntax.operands[0].name
@@ -345,6 +353,17 @@ class KernelLowering:
             functions=self.functions, labels=self.labels,
             symbols={**self.module_symbols, **self.symbols}, files=dict(self.module.files),
             directives=directives, lines=self.module.lines)
+
+    def _falls_off_the_end(self, fn: S.Function) -> bool:
+        """Whether control can reach the end of fn's body: its last instruction is not an unguarded exit,
+        return, branch or trap, or a branch goes to a label after it (`bra DONE; DONE: }`)."""
+        if not self.instrs or self.instrs[-1].function != fn.name:
+            return True
+        last = self.instrs[-1]
+        if last.control not in (ir.EXIT, ir.RETURN, ir.BRANCH, ir.TRAP) or last.guard is not None:
+            return True
+        end = len(self.instrs)
+        return any(self._current_labels.get(syntax.operands[0].name) == end for _, syntax in self._function_pending)
 
     def _implicit_return(self, fn: S.Function) -> ir.Instr:
         line = len(self.module.lines)
@@ -415,6 +434,7 @@ class KernelLowering:
                          for position, operand in enumerate(syntax.operands))
         instr.operands = tuple(self._operand(operand, syntax, scope) for operand in operands)
         self._check_operand_count(instr, syntax)
+        self._check_operand_kinds(instr, syntax)
         return instr
 
     def _indexed(self, fn: S.Function, syntax: S.Instruction, position: int, operand: S.SymIndex):
@@ -441,6 +461,32 @@ class KernelLowering:
         given = len(instr.operands)
         if not wanted - signature.optional <= given <= wanted:
             raise self.error(syntax.pos, f"'{instr.opcode}' takes {wanted} operands, got {given}")
+
+    def _check_operand_kinds(self, instr: ir.Instr, syntax: S.Instruction) -> None:
+        """What ptxas refuses as "Arguments mismatch": a constant where the result goes, a predicate pair where one
+        register goes (or one register where setp on half pairs writes two), and a floating-point constant for an
+        integer operand (0fXXXXXXXX stands for .b32 bits and 0dXXXXXXXXXXXXXXXX for .b64 bits)."""
+        family = instr.decoded.family
+        if not instr.operands or (not callable(family.sig) and family.sig.strip() == "<-"):
+            return
+        signature = instr.decoded.signature
+        first = instr.operands[0]
+        if signature.dest is not None and isinstance(first, ir.ImmRef):
+            raise self.error(syntax.pos, f"'{instr.opcode}' writes its result to a register, not a constant")
+        if family.op_class == "alu":
+            pair_allowed = family.mnemonic == "setp" or (family.mnemonic == "lop3" and instr.decoded.has("boolop"))
+            if isinstance(first, ir.PredPairRef) and not pair_allowed:
+                raise self.error(syntax.pos, f"'{instr.opcode}' writes one register, not a predicate pair")
+            if family.mnemonic == "setp" and instr.decoded.type in ("f16x2", "bf16x2") and \
+                    not isinstance(first, ir.PredPairRef):
+                raise self.error(syntax.pos, f"'{instr.opcode}' compares two halves into a pair of predicates "
+                                             f"(p|q), not one")
+        types = ([signature.dest] if signature.dest is not None else []) + list(signature.sources)
+        for operand, type_name in zip(instr.operands, types):
+            if isinstance(operand, ir.ImmRef) and type_name in TYPES:
+                problem = immediate_problem(operand, type_name)
+                if problem:
+                    raise self.error(syntax.pos, f"{problem} in '{instr.opcode}'")
 
     def _call_operands(self, syntax: S.Instruction, scope: _Scope):
         operands = list(syntax.operands)
@@ -494,7 +540,13 @@ class KernelLowering:
             if operand.base is None:
                 return ir.AddrRef(None, None, operand.offset)
             if isinstance(operand.base, S.Reg):
-                return ir.AddrRef(self._reg_operand(operand.base.name, syntax, scope), None, operand.offset)
+                base = self._reg_operand(operand.base.name, syntax, scope)
+                if not isinstance(base, ir.RegRef):
+                    raise self.error(syntax.pos, f"special register '{operand.base.name}' cannot be an address; "
+                                                 f"move it to a register first")
+                return ir.AddrRef(base, None, operand.offset)
+            if not isinstance(operand.base, S.Sym):
+                raise self.error(syntax.pos, "an address is a register, a variable or a number")
             reg = scope.register(operand.base.name)
             if reg is not None:
                 return ir.AddrRef(ir.RegRef(reg), None, operand.offset)
@@ -516,6 +568,24 @@ class KernelLowering:
         if reg is None:
             raise self.error(syntax.pos, f"undeclared register '{name}'")
         return ir.RegRef(reg)
+
+
+_FLOAT_LITERAL_BITS = {"f32": 32, "f64": 64}
+
+
+def immediate_problem(ref: ir.ImmRef, type_name: str) -> Optional[str]:
+    """Why a constant cannot be an operand of type type_name (None when it can)."""
+    t = TYPES[type_name]
+    if ref.kind == "int":
+        return None
+    if ref.kind == "float":
+        if t.kind in ("float", "half"):
+            return None if math.isfinite(ref.value) else f"constant {ref.value} overflows .{type_name}"
+        return f"floating-point constant {ref.value!r} for a .{type_name} operand"
+    if t.kind in ("float", "half") or (t.kind == "bits" and t.bits == _FLOAT_LITERAL_BITS[ref.kind]):
+        return None
+    spelled = f"0{'f' if ref.kind == 'f32' else 'd'}{ref.value:0{_FLOAT_LITERAL_BITS[ref.kind] // 4}X}"
+    return f"floating-point constant {spelled} for a .{type_name} operand"
 
 
 def lower_kernel(module: S.Module, kernel_name: str, module_symbols: Dict[str, ir.SymbolInfo],

@@ -70,19 +70,42 @@ def _pos(token: Token) -> S.Pos:
     return S.Pos(token.line, token.column)
 
 
-def _int(text: str) -> int:
-    text = str(text).rstrip("U")
+def _int(token) -> int:
+    """An integer literal (decimal, 0x hex, 0b binary, 0 octal, U suffix); a token with more digits than Python
+    converts is an error at the token."""
+    text = str(token).rstrip("U")
     negative = text.startswith("-")
     body = text[1:] if negative or text.startswith("+") else text
-    if body[:2] in ("0x", "0X"):
-        value = int(body[2:], 16)
-    elif body[:2] in ("0b", "0B"):
-        value = int(body[2:], 2)
-    elif len(body) > 1 and body.startswith("0"):
-        value = int(body, 8)
-    else:
-        value = int(body)
+    try:
+        if body[:2] in ("0x", "0X"):
+            value = int(body[2:], 16)
+        elif body[:2] in ("0b", "0B"):
+            value = int(body[2:], 2)
+        elif len(body) > 1 and body.startswith("0"):
+            value = int(body, 8)
+        else:
+            value = int(body)
+    except ValueError:
+        if isinstance(token, Token):
+            raise TokenError(token, f"number {_shown(text)} has too many digits") from None
+        raise
     return -value if negative else value
+
+
+def _offset(token) -> int:
+    """An address or offset: an integer that fits in 64 bits (signed or unsigned)."""
+    value = _int(token)
+    if not -(1 << 63) <= value < 1 << 64:
+        raise TokenError(token, f"offset {_shown(str(token))} does not fit in 64 bits")
+    return value
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+#: the largest .align ptxas takes
+MAX_ALIGN = 1 << 31
 
 
 def _hex_float(text: str, kind: str) -> S.Imm:
@@ -94,7 +117,7 @@ def _hex_float(text: str, kind: str) -> S.Imm:
     return S.Imm(kind, bits)
 
 
-class _TokenError(Exception):
+class TokenError(Exception):
     """A transformer's complaint about one token, reported at the token's line and column."""
 
     def __init__(self, token: Token, message: str):
@@ -108,13 +131,13 @@ class _ToSyntax(Transformer):
     # ---- numbers and operands ----
     def int_imm(self, items):
         token = str(items[0])
-        shown = token if len(token) <= 40 else f"{token[:20]}...({len(token)} characters)"
+        shown = _shown(token)
         try:
             value = _int(token)
         except ValueError:  # more digits than Python converts
             value = 1 << 64
         if not -(1 << 63) <= value < 1 << 64:
-            raise _TokenError(items[0], f"constant {shown} does not fit in 64 bits")
+            raise TokenError(items[0], f"constant {shown} does not fit in 64 bits")
         return S.Imm("int", value)
 
     def f32_imm(self, items):
@@ -127,7 +150,7 @@ class _ToSyntax(Transformer):
         return S.Imm("float", float(items[0]))
 
     def signed_int(self, items):
-        return _int(items[0])
+        return _offset(items[0])
 
     def reg(self, items):
         return S.Reg(str(items[0]))
@@ -143,7 +166,7 @@ class _ToSyntax(Transformer):
         return S.Sink() if name == "_" else S.Sym(name)
 
     def sym_offset(self, items):
-        return S.Sym(str(items[0]), _int(items[1]))
+        return S.Sym(str(items[0]), _offset(items[1]))
 
     def sym_index(self, items):
         return S.SymIndex(str(items[0]), items[1])
@@ -166,7 +189,7 @@ class _ToSyntax(Transformer):
 
     def address_minus(self, items):
         base, offset = items
-        return self._make_addr(base, -_int(offset))
+        return self._make_addr(base, -_offset(offset))
 
     def _make_addr(self, base, offset):
         if isinstance(base, tuple) and base[0] == "abs":
@@ -234,7 +257,11 @@ class _ToSyntax(Transformer):
         return ("space", str(items[0])[1:].split("::")[0], items[0])
 
     def align(self, items):
-        return ("align", _int(items[0]))
+        value = _int(items[0])
+        if not 0 < value <= MAX_ALIGN or value & (value - 1):
+            raise TokenError(items[0], f"alignment {_shown(str(items[0]))} is not a power of two from 1 to "
+                                        f"{MAX_ALIGN}")
+        return ("align", value)
 
     def ptr_attr(self, items):
         return ("ptr", None)
@@ -431,10 +458,10 @@ def syntax_error(parser: Lark, terminal_words: Dict[str, str], source: str, text
     col = getattr(error, "column", None) or 1
     if line == -1:
         line, col = len(lines) or 1, 1
-    source_line = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    source_line = _excerpt(lines[line - 1], col) if 0 < line <= len(lines) else ""
     if isinstance(error, UnexpectedToken):
         token = error.token
-        what = "end of file" if token.type == "$END" else f"'{token}'"
+        what = "end of file" if token.type == "$END" else f"'{_shown(str(token))}'"
         expected = error.accepts or error.expected
     elif isinstance(error, UnexpectedCharacters):
         what = f"character '{text[error.pos_in_stream]}'" if error.pos_in_stream < len(text) else "end of file"
@@ -447,6 +474,19 @@ def syntax_error(parser: Lark, terminal_words: Dict[str, str], source: str, text
                           f"unexpected {what}{context}{describe_expected(parser, terminal_words, expected)}")
 
 
+#: characters of the offending line an error message quotes
+EXCERPT = 100
+
+
+def _excerpt(line: str, col: int) -> str:
+    """The line, stripped; a long one cut to EXCERPT characters around column col."""
+    if len(line.strip()) <= EXCERPT:
+        return line.strip()
+    start = max(0, min(col - 1 - EXCERPT // 2, len(line) - EXCERPT))
+    piece = line[start:start + EXCERPT].strip()
+    return ("..." if start > 0 else "") + piece + ("..." if start + EXCERPT < len(line) else "")
+
+
 def parse_items(parser: Lark, transformer: Transformer, terminal_words: Dict[str, str], source: str, text: str,
                 language: str) -> list:
     """The transformed top-level items of text; every lark error becomes a PTXSyntaxError at its line and column."""
@@ -455,7 +495,7 @@ def parse_items(parser: Lark, transformer: Transformer, terminal_words: Dict[str
     except UnexpectedInput as error:
         raise syntax_error(parser, terminal_words, source, text, error) from None
     except VisitError as error:
-        if isinstance(error.orig_exc, _TokenError):
+        if isinstance(error.orig_exc, TokenError):
             raise PTXSyntaxError(source, error.orig_exc.line, error.orig_exc.col, str(error.orig_exc)) from None
         raise PTXSyntaxError(source, 1, 1, f"cannot read {language}: {error.orig_exc}") from None
     except RecursionError:

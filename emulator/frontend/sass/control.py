@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from emulator import ir
 from emulator.frontend.sass import syntax as S
-from emulator.frontend.sass.program import Plan, SassDecoded, _int
+from emulator.frontend.sass.program import Plan, SassDecoded, _int, _is_integer
 from emulator.frontend.sass.vocabulary import P2R, R2P
 from emulator.ir.sass import Immediate, Pred, Value
 from isa.sass import lookup
@@ -42,7 +42,10 @@ class ControlLowering:
             self.emit(sass, address, ir.EXIT, None)
             return
         register = self.value(sass, operands[0])
-        base_offset = sum(_int(o.text) for o in sass.operands if isinstance(o, S.Number))
+        numbers = [o.text for o in sass.operands if isinstance(o, S.Number)]
+        if not all(_is_integer(text) for text in numbers):
+            raise self.error(sass, "a return's offset is a whole number")
+        base_offset = sum(_int(text) for text in numbers)
         guard = self.guard(sass)
         for target in self.return_addresses:
             hit = self.hidden_pred(f"return_{address:x}_{target:x}")

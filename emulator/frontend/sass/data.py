@@ -60,13 +60,13 @@ class DataLowering:
         decoded = SassDecoded(base, mods, space)
         operands = list(sass.operands)
         if operation == "load":
-            dest, memory = operands
+            dest, memory = self._operands(sass, operands, 2, "a destination register and a memory operand")
             dests = self._register_run(sass, dest, count)
             plan = Plan("load", mods=mods, dests=dests, sources=(self.address(sass, memory, mods, space),),
                         space=space, width=width)
             self.emit(sass, address, ir.STRAIGHT, decoded, [*dests, plan.sources[0]], info={"sass": plan})
         elif operation == "store":
-            memory, source = operands
+            memory, source = self._operands(sass, operands, 2, "a memory operand and a source register")
             sources = self._register_run(sass, source, count)
             plan = Plan("store", mods=mods, sources=(self.address(sass, memory, mods, space), *sources),
                         space=space, width=width)
@@ -74,13 +74,18 @@ class DataLowering:
         elif operation == "lock_load":
             self.lower_lock_load(sass, address, base, mods, operands, width, decoded)
         elif operation == "unlock_store":
-            memory, source = operands
+            memory, source = self._operands(sass, operands, 2, "a memory operand and a source register")
             sources = self._register_run(sass, source, count)
             plan = Plan("unlock_store", mods=mods, sources=(self.address(sass, memory, mods, space), *sources),
                         space=space, width=width)
             self.emit(sass, address, ir.STRAIGHT, decoded, plan.sources, info={"sass": plan, "lock": "release"})
         else:
             self.lower_atomic(sass, address, base, mods, operation, space, operands, register_width, decoded)
+
+    def _operands(self, sass, operands, count: int, what: str) -> list:
+        if len(operands) != count:
+            raise self.error(sass, f"'{sass.opcode}' takes {what}")
+        return operands
 
     def _register_run(self, sass, operand, count) -> Tuple[Value, ...]:
         """A 32*count-bit register operand as the registers it spans (R4 for .128 is R4..R7)."""
@@ -96,7 +101,8 @@ class DataLowering:
         return tuple(Value((self.register(f"{prefix}{first + i}", "b32"),), value.uniform) for i in range(count))
 
     def lower_lock_load(self, sass, address, base, mods, operands, width, decoded) -> None:
-        pred_operand, dest, memory = operands
+        pred_operand, dest, memory = self._operands(sass, operands, 3,
+                                                    "a predicate, a register and a memory operand")
         target_pred = self.pred(sass, pred_operand)
         where = self.address(sass, memory, mods, "shared")
         dests = self._register_run(sass, dest, max(width // 4, 1))
@@ -131,6 +137,8 @@ class DataLowering:
             ty = "s64" if signed else "u64"
         else:
             ty = "s32" if signed else "u32"
+        if not any(isinstance(operand, S.Bracketed) for operand in operands):
+            raise self.error(sass, f"'{sass.opcode}' needs a memory operand such as [R2]")
         if operation == "atomic":
             pred_dest = self.pred(sass, operands.pop(0)) if self._is_pred(operands[0]) else None
             dest = None if isinstance(operands[0], S.Bracketed) else operands.pop(0)

@@ -87,7 +87,8 @@ class _Lowering(OperandLowering, ControlLowering, DataLowering):
             if address not in self.address_pc:
                 raise self.error(sass, f"branch target {address:#x} is not the address of an instruction")
             instr.target = self.address_pc[address]
-        if not self.instrs or self.instrs[-1].control not in (ir.EXIT, ir.BRANCH, ir.RETURN):
+        if not self.instrs or self.instrs[-1].control not in (ir.EXIT, ir.BRANCH, ir.RETURN) or \
+                self.instrs[-1].guard is not None:
             self.instrs.append(ir.Instr(len(self.instrs), self.function.name, len(self.listing.lines), 1,
                                         "EXIT (end of listing)", None, "EXIT", None, ir.EXIT, None, (),
                                         None, {"synthetic": "end"}))
@@ -161,6 +162,9 @@ class _Lowering(OperandLowering, ControlLowering, DataLowering):
             op = lookup(base)
             if op is None:
                 raise self.error(sass, f"unknown SASS opcode '{sass.opcode}'")
+            problem = op.check(mods) if op.check is not None else None
+            if problem:
+                raise self.error(sass, f"'{sass.opcode}': {problem}")
             self.lower_alu(sass, address, base, op, mods)
         if fermi_sync:
             target = self._innermost("SSY", address)

@@ -9,7 +9,7 @@ import numpy as np
 from emulator import ir
 from emulator.base.errors import PTXSemanticError
 from emulator.frontend.sass import syntax as S
-from emulator.frontend.sass.program import _float_bits, _int
+from emulator.frontend.sass.program import _float_bits, _int, _is_integer
 from emulator.frontend.sass.vocabulary import (_FLOAT_WORDS, _HALF_SELECTS, _PRED, _REG, _SUFFIXES_IGNORED,
                                                SPECIAL_CONSTANTS, SPECIALS)
 from emulator.ir.sass import Address, ConstWord, Immediate, Pred, SignBit, Special, Value
@@ -66,6 +66,8 @@ class OperandLowering:
 
     def _target_address(self, instr, operand) -> int:
         if isinstance(operand, S.Number):
+            if not _is_integer(operand.text):
+                raise self.error(instr, f"branch target '{operand.text}' is not an address such as 0x80")
             return _int(operand.text)
         if isinstance(operand, S.LabelRef):
             for address, item in self.items:
@@ -227,6 +229,7 @@ class OperandLowering:
             else:
                 width = 64 if ("64" in suffixes or wide) and "U32" not in suffixes else 32
                 base = self._register_value(match, width, False, False, False, None)
+        offset = (offset + (1 << 63)) % (1 << 64) - (1 << 63)  # addresses wrap around 64 bits
         if space in ("shared", "generic"):
             self.uses_shared = True
         if space == "local":

@@ -8,7 +8,7 @@ from typing import List, Optional
 from lark import Lark, Token, Transformer
 
 from emulator.base.errors import PTXSyntaxError
-from emulator.frontend.ptx.parse import build_parser, parse_items
+from emulator.frontend.ptx.parse import TokenError, build_parser, parse_items
 from emulator.frontend.ptx.syntax import Pos
 from emulator.frontend.sass import syntax as S
 
@@ -32,6 +32,23 @@ def _sm(text: str) -> str:
     return re.search(r"sm_\w+", text).group(0)
 
 
+_INTEGER = re.compile(r"^(?:0[xX][0-9a-fA-F]+|\d+)$")
+
+
+def _number(token: Token, *, integer: bool = False) -> str:
+    """The text of a NUMBER token: integers (hex or decimal) fit in 64 bits, address terms are integers."""
+    text = str(token)
+    shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+    if _INTEGER.match(text):
+        digits = text[2:] if text[:2] in ("0x", "0X") else text
+        base = 16 if digits is not text else 10
+        if len(digits.lstrip("0")) > (16 if base == 16 else 20) or int(digits, base) >= 1 << 64:
+            raise TokenError(token, f"constant {shown} does not fit in 64 bits")
+    elif integer:
+        raise TokenError(token, f"'{shown}' is not an integer: an address or bank takes whole numbers")
+    return text
+
+
 class _ToSyntax(Transformer):
     """Bottom-up construction of the frozen syntax tree; positions come from the tokens."""
 
@@ -39,13 +56,13 @@ class _ToSyntax(Transformer):
         return S.Name(str(items[0]))
 
     def number(self, items):
-        return S.Number(str(items[0]))
+        return S.Number(_number(items[0]))
 
     def bare_number(self, items):
-        return S.Number(str(items[0]))
+        return S.Number(_number(items[0]))
 
     def bare_negative(self, items):
-        return S.Modified("-", S.Number(str(items[0])))
+        return S.Modified("-", S.Number(_number(items[0])))
 
     def negate(self, items):
         return S.Modified("-", items[0])
@@ -72,10 +89,10 @@ class _ToSyntax(Transformer):
         return S.AddrTerm("name", str(items[0]))
 
     def addr_number(self, items):
-        return S.AddrTerm("number", str(items[0]))
+        return S.AddrTerm("number", _number(items[0], integer=True))
 
     def addr_negative(self, items):
-        return S.AddrTerm("number", str(items[0]), negative=True)
+        return S.AddrTerm("number", _number(items[0], integer=True), negative=True)
 
     def bracket(self, items):
         return tuple(items)

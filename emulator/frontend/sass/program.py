@@ -2,6 +2,7 @@
 the Plan each instruction's executor follows, and SassDecoded, the stand-in for isa's Decoded."""
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
@@ -65,6 +66,11 @@ class SassProgram(ir.Program):
 
 def _int(text: str) -> int:
     return int(text, 16) if text[:2].lower() == "0x" else int(text)
+
+
+def _is_integer(text: str) -> bool:
+    """A hex or decimal integer (the parser has checked that it fits in 64 bits)."""
+    return bool(re.match(r"^(?:0[xX][0-9a-fA-F]+|\d+)$", text))
 
 
 def _float_bits(value: float, width: int) -> int:
