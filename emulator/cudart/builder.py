@@ -146,7 +146,8 @@ static void gpuemu_start(void)
 static int gpuemu_ready(void)
 {
     pthread_once(&gpuemu_once, gpuemu_start);
-    return gpuemu_state == 1;
+    /* after the host process's Python has finalised (C++ thread-local destructors at exit), every call fails */
+    return gpuemu_state == 1 && Py_IsInitialized();
 }
 
 static int gpuemu_missing(const char *name)
