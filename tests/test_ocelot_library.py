@@ -99,3 +99,17 @@ def test_a_write_to_read_only_memory_is_a_fault_report(library):
         print(json.dumps(read_only[:4].tolist()))
     """)
     assert got == [0, 0, 0, 0] and "read-only" in stderr
+
+
+def test_the_library_starts_in_a_process_whose_capsule_type_is_in_the_type_cache(library):
+    # Python < 3.12: cffi's start-up lock is PyCapsule_Type.tp_version_tag, which a capsule attribute lookup sets
+    # (torch does one on import); the first ptx_run used to abort the process there
+    got, _ = run_child(library, """
+        import datetime
+        getattr(datetime.datetime_CAPI, "anything", None)
+        x = np.arange(4, dtype=np.float32)
+        out = np.zeros(4, dtype=np.float32)
+        run(out.ctypes.data, x.ctypes.data, 4)
+        print(json.dumps(out.tolist()))
+    """)
+    assert got == [0.0, 2.0, 4.0, 6.0]
