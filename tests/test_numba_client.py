@@ -1,6 +1,7 @@
 """Unmodified numba.cuda code on gpuemu (emulator.numba): numba-cuda compiles with its own NVVM, gpuemu's libcuda.so.1
 runs the PTX. Every result is checked against numpy. Skips without numba-cuda (pip install 'gpuemu[numba]')."""
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -403,3 +404,28 @@ def test_an_out_of_bounds_store_is_a_fault_report_and_numbas_illegal_address_err
     assert result.returncode == 1
     assert "Invalid __global__ write of size 4 bytes" in result.stderr and "far_store" in result.stderr
     assert result.stderr.rstrip().splitlines()[-1].endswith("CUDA_ERROR_ILLEGAL_ADDRESS")
+
+
+def test_install_after_numba_cuda_was_imported_without_a_driver():
+    # pytest --pyargs numba.cuda.tests... imports numba.cuda (whose driver then finds no libcuda) before plugins run
+    code = textwrap.dedent("""
+        import numpy as np
+        from numba import cuda
+        from numba.cuda.cudadrv import driver
+        assert driver.driver.is_initialized
+        import emulator.numba
+        emulator.numba.install()
+
+        @cuda.jit
+        def bump(a):
+            a[cuda.grid(1)] += 1
+
+        a = np.arange(8.0)
+        bump[1, 8](a)
+        print(a.tolist())
+    """)
+    environment = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}  # install() set it in this process
+    result = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=300,
+                            env=environment)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str([float(i + 1) for i in range(8)])

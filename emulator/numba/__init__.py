@@ -31,7 +31,12 @@ def install() -> None:
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
         raise UsageError("NUMBA_ENABLE_CUDASIM is set: numba would run its own simulator, not gpuemu; unset it")
     already = sys.modules.get("numba.cuda.cudadrv.driver")
-    if already is not None and getattr(getattr(already, "driver", None), "is_initialized", False):
+    driver = getattr(already, "driver", None)
+    # numba's Driver looks for libcuda when numba.cuda is imported (pytest --pyargs numba.cuda.tests... imports it
+    # before any plugin runs) and, finding none, marks itself done; one that never reached cuInit looks again
+    state = vars(driver) if driver is not None else {}
+    found_none = state.get("is_initialized") and state.get("pid", 0) is None and "lib" not in state
+    if state.get("is_initialized") and not found_none:
         raise UsageError("numba.cuda already started its CUDA driver: install gpuemu before numba.cuda is used "
                          "(python -m emulator.numba script.py, or pytest -p emulator.numba)")
     directory = library_directory()
@@ -46,6 +51,8 @@ def install() -> None:
         linker.install()
     except ImportError as error:
         raise UsageError(f"numba-cuda is not installed ({error}): pip install 'gpuemu[numba]'") from None
+    if found_none:
+        driver.__init__()
     _INSTALLED.append(directory)
 
 
