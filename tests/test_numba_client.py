@@ -429,3 +429,20 @@ def test_install_after_numba_cuda_was_imported_without_a_driver():
                             env=environment)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str([float(i + 1) for i in range(8)])
+
+
+@cuda.jit
+def scale_by(a, factor, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] * factor
+
+
+def test_float_scalars_pass_as_raw_bits_without_a_type_warning():
+    # the driver hands gpuemu raw parameter bytes; numba-cuda's own test suite turns warnings into errors
+    a = np.arange(8, dtype=np.float64)
+    out = np.zeros_like(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        scale_by[1, 8](a, 1.5, out)
+    assert np.array_equal(out, a * 1.5)

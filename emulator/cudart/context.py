@@ -6,6 +6,7 @@ import ctypes
 import os
 import re
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..api import Device, Module
 from ..errors import DeviceError, GpuemuError, LaunchError
+from ..runtime.arguments import ArgumentTypeWarning
 from . import codes, fatbin, observers
 from .codes import CudaError
 from .properties import DeviceProperties
@@ -397,8 +399,11 @@ class Context:
         self._mirrors_to_device()
         self.launches += 1
         try:
-            self.observers.launch(kernel, grid, block, args, shared, function.max_dynamic_shared or None, options,
-                                  function.binary.ptx or "")
+            with warnings.catch_warnings():
+                # the arguments are the caller's raw parameter bytes, so a float parameter given as bits is right
+                warnings.simplefilter("ignore", ArgumentTypeWarning)
+                self.observers.launch(kernel, grid, block, args, shared, function.max_dynamic_shared or None,
+                                      options, function.binary.ptx or "")
         except LaunchError as error:
             code = codes.FROM_GPUEMU.get(error.cuda_error, codes.LAUNCH_FAILURE)
             if code == codes.INVALID_VALUE:
