@@ -5,8 +5,9 @@ slice of numba-cuda's test suite, and warm kernel time on a few kernels (compile
     python bench/numba_vs_cudasim.py tests NUMBA_CUDA_CHECKOUT/testing [module ...]
 
 `tests` runs numba-cuda's tests from the checkout's testing/ directory (its pytest.ini: warnings are errors) once
-under the simulator and once with `-p emulator.numba`, and prints each mode's passed/failed/skipped counts per
-module, the tests that pass under the simulator but not on gpuemu, and the wall time of each run.
+under the simulator and once with `-p emulator.numba`, each module in a process of its own (a kernel fault leaves
+CUDA's context unusable for the rest of the process), and prints each mode's passed/failed/skipped counts per
+module, the tests that pass under the simulator but not on gpuemu, and each mode's total wall time.
 """
 from __future__ import annotations
 
@@ -114,7 +115,8 @@ def run_kernels() -> None:
 def outcomes(report: str) -> dict:
     found = {}
     for case in ElementTree.parse(report).getroot().iter("testcase"):
-        name = f"{case.get('classname')}::{case.get('name')}"
+        module = os.path.splitext(os.path.basename(case.get("file") or "?"))[0]
+        name = f"{module}::{case.get('classname').lstrip('.')}::{case.get('name')}"
         tags = {child.tag for child in case}
         found[name] = "failed" if tags & {"failure", "error"} else "skipped" if "skipped" in tags else "passed"
     return found
@@ -131,18 +133,23 @@ def run_tests(testing: str, modules: list) -> None:
             env["NUMBA_ENABLE_CUDASIM"] = "1"
         else:
             plugin = ["-p", "emulator.numba"]
-        with tempfile.TemporaryDirectory() as scratch:
-            report = os.path.join(scratch, "report.xml")
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,
-                            "-o", "addopts=--benchmark-disable", f"--junitxml={report}", "--pyargs", *targets],
-                           cwd=testing, env=env, stdout=subprocess.DEVNULL)
-            seconds[mode] = time.perf_counter() - start
-            results[mode] = outcomes(report)
+        results[mode], seconds[mode] = {}, 0.0
+        # one process per module: a kernel fault leaves CUDA's context unusable for the rest of its process
+        for target in targets:
+            with tempfile.TemporaryDirectory() as scratch:
+                report = os.path.join(scratch, "report.xml")
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,
+                                "-o", "addopts=--benchmark-disable", "-o", "junit_family=xunit1",
+                                f"--junitxml={report}", "--pyargs", target],
+                               cwd=testing, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                seconds[mode] += time.perf_counter() - start
+                if os.path.exists(report):
+                    results[mode].update(outcomes(report))
     by_module = defaultdict(lambda: {mode: Counter() for mode in results})
     for mode, found in results.items():
         for name, outcome in found.items():
-            by_module[name.split("::")[0].rsplit(".", 1)[0]][mode][outcome] += 1
+            by_module[name.split("::")[0]][mode][outcome] += 1
     print(f"{'module':48} {'cudasim pass/fail/skip':>24} {'gpuemu pass/fail/skip':>24}")
     totals = {mode: Counter() for mode in results}
     for module in sorted(by_module):
