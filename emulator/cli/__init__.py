@@ -23,7 +23,7 @@ from emulator.cli.outputs import Terminated
 #: every subcommand and the module that defines it, in the order --help lists them
 COMMANDS = {"run": "emulator.cli.run", "isa": "emulator.cli.isa", "profile": "emulator.cli.profile",
             "debug": "emulator.cli.debug", "dap": "emulator.cli.dap", "trace": "emulator.cli.trace",
-            "libdir": "emulator.cudart.libdir"}
+            "libdir": "emulator.cudart.libdir", "ocelot-lib": "emulator.ocelot"}
 
 
 def build_parser(command: Optional[str] = None) -> UsageParser:

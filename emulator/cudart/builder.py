@@ -137,7 +137,17 @@ static void gpuemu_start(void)
         gpuemu_owns_python = 1;
         PyEval_SaveThread();
     }
-    gpuemu_state = py_gpuemu_start(gpuemu_owns_python) == 1 ? 1 : -1;
+    {
+        /* Before Python 3.12, cffi's start-up spin lock is PyCapsule_Type.tp_version_tag and expects it to read 0,
+           but the interpreter's type cache gives the type a tag once any capsule's attribute is looked up (torch
+           does): cffi then aborts. Invalidating the type's cache, under the GIL, sets the tag back to 0. */
+        PyGILState_STATE gil = PyGILState_Ensure();
+#if PY_VERSION_HEX < 0x030C0000
+        PyType_Modified(&PyCapsule_Type);
+#endif
+        gpuemu_state = py_gpuemu_start(gpuemu_owns_python) == 1 ? 1 : -1;
+        PyGILState_Release(gil);
+    }
     if (gpuemu_state != 1)
         fprintf(stderr, "gpuemu: %s could not load gpuemu from %s (the lines above say why); every call fails\n",
                 GPUEMU_LIBRARY, GPUEMU_PYTHON);
@@ -146,7 +156,8 @@ static void gpuemu_start(void)
 static int gpuemu_ready(void)
 {
     pthread_once(&gpuemu_once, gpuemu_start);
-    return gpuemu_state == 1;
+    /* after the host process's Python has finalised (C++ thread-local destructors at exit), every call fails */
+    return gpuemu_state == 1 && Py_IsInitialized();
 }
 
 static int gpuemu_missing(const char *name)

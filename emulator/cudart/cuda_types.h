@@ -260,3 +260,11 @@ struct cudaLaunchConfig_st {
     struct cudaLaunchAttribute_st *attrs;
     unsigned int numAttrs;
 };
+struct CUlaunchConfig_st {
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    cudaStream_t hStream;
+    struct cudaLaunchAttribute_st *attrs;
+    unsigned int numAttrs;
+};

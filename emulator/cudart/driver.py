@@ -6,6 +6,9 @@ import ctypes
 
 import numpy as np
 
+from emulator.base.errors import UsageError
+from emulator.cudart import ptxlink
+
 from . import codes, context, fatbin, runtime
 from .binding import Implementations
 from .codes import CudaError
@@ -714,7 +717,7 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, function, block
     return runtime.cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, function, block_size, dynamic_shared)
 
 
-# ---- linking (numba-cuda's path to a module): one PTX input is the "linked image" cuModuleLoadData takes ----
+# ---- linking: the PTX inputs linked into one PTX module (emulator.cudart.ptxlink), the image to load ----
 
 JIT_INPUT_CUBIN, JIT_INPUT_PTX, JIT_INPUT_FATBINARY, JIT_INPUT_OBJECT, JIT_INPUT_LIBRARY = 0, 1, 2, 3, 4
 _links = {}
@@ -769,12 +772,13 @@ def cuLinkAddFile_v2(handle, kind, path, count, options, values):
 @IMPLEMENTATIONS.error
 def cuLinkComplete(handle, image, size):
     link = _link(handle)
-    if len(link["ptx"]) != 1:
-        raise CudaError(codes.NOT_SUPPORTED, f"gpuemu links exactly one PTX module, not {len(link['ptx'])} (separate "
-                        f"compilation across PTX modules is not emulated)")
-    link["image"] = ffi.new("char[]", link["ptx"][0] + b"\0")
+    try:
+        linked = ptxlink.link([ptx.decode("utf-8", "replace") for ptx in link["ptx"]]).encode()
+    except UsageError as error:
+        raise CudaError(codes.INVALID_PTX, f"cuLinkComplete: {error}") from None
+    link["image"] = ffi.new("char[]", linked + b"\0")
     image[0] = link["image"]
-    size[0] = len(link["ptx"][0]) + 1
+    size[0] = len(linked) + 1
 
 
 @IMPLEMENTATIONS.error
@@ -852,3 +856,93 @@ def cuKernelSetAttribute(attribute, value, kernel, device):
 @IMPLEMENTATIONS.error
 def cuKernelGetName(name, kernel):
     return cuFuncGetName(name, kernel)
+
+
+# ---- memory pools and cuLaunchKernelEx (cuda.core's ways to allocate and launch, which numba-cuda uses) ----
+
+@IMPLEMENTATIONS.error
+def cuDeviceGetDefaultMemPool(pool, device):
+    return runtime.cudaDeviceGetDefaultMemPool(pool, device)
+
+
+@IMPLEMENTATIONS.error
+def cuDeviceGetMemPool(pool, device):
+    return runtime.cudaDeviceGetMemPool(pool, device)
+
+
+@IMPLEMENTATIONS.error
+def cuMemAllocAsync(pointer, size, stream):
+    _stream_ok(stream)
+    return cuMemAlloc_v2(pointer, size)
+
+
+@IMPLEMENTATIONS.error
+def cuMemAllocFromPoolAsync(pointer, size, pool, stream):
+    runtime._pool_ok(pool)
+    return cuMemAllocAsync(pointer, size, stream)
+
+
+@IMPLEMENTATIONS.error
+def cuMemFreeAsync(pointer, stream):
+    _stream_ok(stream)
+    context.get().free(int(pointer))
+
+
+@IMPLEMENTATIONS.error
+def cuMemPoolGetAttribute(pool, attribute, value):
+    return runtime.cudaMemPoolGetAttribute(pool, attribute, value)
+
+
+@IMPLEMENTATIONS.error
+def cuMemPoolSetAttribute(pool, attribute, value):
+    return runtime.cudaMemPoolSetAttribute(pool, attribute, value)
+
+
+@IMPLEMENTATIONS.error
+def cuMemPoolTrimTo(pool, keep):
+    return runtime.cudaMemPoolTrimTo(pool, keep)
+
+
+@IMPLEMENTATIONS.error
+def cuLaunchKernelEx(config, f, parameters, extra):
+    """The cooperative attribute is honoured; clusters of more than one block are not emulated."""
+    cooperative = False
+    for index in range(int(config.numAttrs)):
+        attribute = config.attrs[index]
+        words = [int(word) for word in attribute.val]
+        if attribute.id == runtime.LAUNCH_ATTRIBUTE_COOPERATIVE:
+            cooperative = bool(words[0] & 0xFFFFFFFF)
+        elif attribute.id == runtime.LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+            x, y, z = words[0] & 0xFFFFFFFF, words[0] >> 32, words[1] & 0xFFFFFFFF
+            if (x, y, z) not in ((1, 1, 1), (0, 0, 0)):
+                raise CudaError(codes.NOT_SUPPORTED, f"thread block clusters ({x}x{y}x{z}) are not emulated")
+    _launch(f, (config.gridDimX, config.gridDimY, config.gridDimZ),
+            (config.blockDimX, config.blockDimY, config.blockDimZ), config.sharedMemBytes, config.hStream, parameters,
+            extra, cooperative=cooperative)
+
+
+@IMPLEMENTATIONS.error
+def cuStreamIsCapturing(stream, status):
+    return runtime.cudaStreamIsCapturing(stream, status)
+
+
+@IMPLEMENTATIONS.error
+def cuLaunchHostFunc(stream, function, user_data):
+    return runtime.cudaLaunchHostFunc(stream, function, user_data)
+
+
+@IMPLEMENTATIONS.error
+def cuStreamAddCallback(stream, callback, user_data, flags):
+    return runtime.cudaStreamAddCallback(stream, callback, user_data, flags)
+
+
+@IMPLEMENTATIONS.error
+def cuPointerGetAttributes(count, attributes, data, pointer):
+    """Each attribute as cuPointerGetAttribute gives it; for memory the driver does not know, the context is NULL
+    and the memory type 0, as CUDA reports it."""
+    for index in range(int(count)):
+        code = cuPointerGetAttribute(data[index], attributes[index], pointer)
+        if code == codes.INVALID_VALUE and int(attributes[index]) in (1, 2):
+            ffi.cast("unsigned long long *", data[index])[0] = 0
+        elif code:
+            return code

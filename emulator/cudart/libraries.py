@@ -143,4 +143,12 @@ CUDA = Library(
     proc_table=True,
 )
 
-LIBRARIES = [CUDART, CUDART12, CUDA]
+#: GPUOcelot's ptx_run, which tinygrad's mock CUDA and NV devices load (c.DLL("ocelot", "gpuocelot"))
+OCELOT = Library(
+    filename="libgpuocelot.so",
+    module_name="_gpuemu_ocelot",
+    prototypes="ocelot.h",
+    implementation="emulator.cudart.ocelot",
+)
+
+LIBRARIES = [CUDART, CUDART12, CUDA, OCELOT]

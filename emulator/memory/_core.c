@@ -145,15 +145,21 @@ static int resolve_global(lane_context *ctx, uint64_t addr, uint8_t **where)
     if (ctx->writes && (flags & GM_ALLOC_READ_ONLY))
         return GM_FAULT_READ_ONLY;
     uint64_t offset = mem->alloc_offset[index];
-    if (mem->global_bytes == NULL || offset > mem->global_len || size > mem->global_len - offset)
-        return GM_FAULT_BAD_LAYOUT;
+    uint8_t *base;
+    if (flags & GM_ALLOC_HOST) {
+        base = (uint8_t *)(uintptr_t)offset;
+    } else {
+        if (mem->global_bytes == NULL || offset > mem->global_len || size > mem->global_len - offset)
+            return GM_FAULT_BAD_LAYOUT;
+        base = mem->global_bytes + offset;
+    }
     /* Remember this allocation: later lanes inside it skip every check but alignment. */
     if (start >= mem->null_limit) {
         ctx->fast_start = start;
         ctx->fast_count = size - (uint64_t)ctx->width + 1;
-        ctx->fast_base = mem->global_bytes + offset;
+        ctx->fast_base = base;
     }
-    *where = mem->global_bytes + offset + inside;
+    *where = base + inside;
     return 0;
 }
 

@@ -27,6 +27,8 @@
 /* Allocation flags. */
 #define GM_ALLOC_READ_ONLY 1
 #define GM_ALLOC_FREED 2
+/* The allocation's bytes are process memory: its alloc_offset is their address, not an arena offset. */
+#define GM_ALLOC_HOST 4
 
 /* Atomic operations and types (the same numbers as ATOMIC_OPS / ATOMIC_TYPES in spaces.py). */
 #define GM_OP_ADD 0

@@ -269,6 +269,17 @@ class Memory:
     def free(self, address: int) -> None:
         self._heap.free(address)
 
+    def attach_host(self, address: int, nbytes: int, *, read_only: bool = False, name: str | None = None) -> None:
+        """Process memory as a global allocation at its own address, read and written in place by kernels (see
+        GlobalHeap.attach_host); the C core only: the numpy core reads global memory from its arena alone."""
+        if self.backend != "c":
+            raise RuntimeError("host memory seen in place needs gpuemu's C memory core, which is not built "
+                               "(python -m emulator.memory.build_core)")
+        self._heap.attach_host(address, nbytes, read_only=read_only, name=name)
+
+    def detach_host(self, address: int) -> None:
+        self._heap.detach_host(address)
+
     def write(self, address: int, data) -> None:
         self._heap.write(address, data)
 

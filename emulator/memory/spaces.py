@@ -1,6 +1,7 @@
 """Address-space layout, fault and operation codes, DeviceFault, and the global-memory allocator."""
 from __future__ import annotations
 
+import ctypes
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import NamedTuple
@@ -31,6 +32,8 @@ FAULT_BAD_LAYOUT = 7
 
 FLAG_READ_ONLY = 1
 FLAG_FREED = 2
+#: the allocation's bytes are process memory at its storage address (GlobalHeap.attach_host), not in the arena
+FLAG_HOST = 4
 
 ACCESS_WIDTHS = (1, 2, 4, 8, 16)
 
@@ -98,6 +101,7 @@ class Allocation:
 
 
 ALLOCATION_KINDS = ("global", "const", "param")
+HOST_KINDS = ("host", "host_read_only")
 
 
 def align_up(value: int, align: int) -> int:
@@ -117,6 +121,7 @@ class GlobalHeap:
         self._used_top = 0  # the arena above this has never held an allocation, so it is still zero
         self._holes: list[tuple[int, int]] = []
         self._tables: tuple[np.ndarray, ...] | None = None
+        self._attached: dict[int, Allocation] = {}
         self.version = 0
 
     # ---- allocation ----
@@ -129,13 +134,16 @@ class GlobalHeap:
         if kind not in ALLOCATION_KINDS:
             raise ValueError(f"allocation kind must be one of {ALLOCATION_KINDS}, not {kind!r}")
         address = align_up(self._next_address, align)
+        while (host := self._attached_overlap(address, max(nbytes, 1) + GUARD_BYTES)) is not None:
+            address = align_up(host.address + host.size + GUARD_BYTES, align)
         if address + nbytes > GLOBAL_LIMIT:
             raise MemoryError(f"global address space exhausted allocating {nbytes:,} bytes")
         offset = self._take_storage(address, nbytes)
         self._next_address = address + max(nbytes, 1) + GUARD_BYTES
-        self._allocations.append(Allocation(address, nbytes, kind, name))
-        self._starts.append(address)
-        self._storage.append(offset)
+        index = bisect_right(self._starts, address)  # the end, unless attached host memory lies above
+        self._allocations.insert(index, Allocation(address, nbytes, kind, name))
+        self._starts.insert(index, address)
+        self._storage.insert(index, offset)
         self._changed()
         return address
 
@@ -151,7 +159,7 @@ class GlobalHeap:
 
     def free(self, address: int) -> None:
         index = self._index_of_start(int(address))
-        if index is None or self._allocations[index].freed:
+        if index is None or self._allocations[index].freed or self._allocations[index].kind in HOST_KINDS:
             raise ValueError(f"free of {int(address):#x}, which is not the start of a live allocation")
         allocation = self._allocations[index]
         self._allocations[index] = replace(allocation, freed=True)
@@ -161,9 +169,50 @@ class GlobalHeap:
     def allocations(self) -> list[Allocation]:
         return list(self._allocations)
 
+    # ---- process memory seen by kernels in place ----
+    def attach_host(self, address: int, nbytes: int, *, read_only: bool = False, name: str | None = None) -> None:
+        """Process memory [address, address + nbytes) as a global allocation at that same address, which kernels
+        read and write in place (it is never copied). The caller keeps it mapped (and, unless read_only,
+        writable) until detach_host; it may not overlap a device allocation or the shared/local windows."""
+        address, nbytes = int(address), int(nbytes)
+        if nbytes <= 0 or address < NULL_LIMIT:
+            raise ValueError(f"cannot attach {nbytes:,} bytes of host memory at {address:#x}")
+        end = address + nbytes
+        if address < SHARED_WINDOW + WINDOW_SIZE and end > LOCAL_WINDOW:
+            raise ValueError(f"host memory {address:#x}..{end:#x} lies in the generic shared/local address windows")
+        index = bisect_right(self._starts, address)
+        for neighbour in self._allocations[max(index - 1, 0):index + 1]:
+            if neighbour.address < end and address < neighbour.address + max(neighbour.size, 1):
+                raise ValueError(f"host memory {address:#x}..{end:#x} overlaps the device allocation at "
+                                 f"{neighbour.address:#x} of {neighbour.size:,} bytes")
+        allocation = Allocation(address, nbytes, "host_read_only" if read_only else "host", name)
+        self._allocations.insert(index, allocation)
+        self._attached[address] = allocation
+        self._starts.insert(index, address)
+        self._storage.insert(index, address)
+        self._changed()
+
+    def detach_host(self, address: int) -> None:
+        index = self._index_of_start(int(address))
+        if index is None or self._allocations[index].kind not in HOST_KINDS:
+            raise ValueError(f"{int(address):#x} is not the start of attached host memory")
+        del self._allocations[index], self._starts[index], self._storage[index]
+        del self._attached[int(address)]
+        self._changed()
+
+    def _attached_overlap(self, address: int, nbytes: int) -> Allocation | None:
+        for allocation in self._attached.values():
+            if allocation.address < address + nbytes and address < allocation.address + allocation.size:
+                return allocation
+        return None
+
     # ---- host copies ----
     def write(self, address: int, data) -> None:
         raw = _as_bytes(data)
+        attached = self._attached_span(int(address), raw.size, "write")
+        if attached is not None:
+            ctypes.memmove(attached, raw.ctypes.data, raw.size)
+            return
         start = self._host_span(int(address), raw.size, "write")
         self.arena[start:start + raw.size] = raw
 
@@ -175,6 +224,9 @@ class GlobalHeap:
         nbytes = int(nbytes)
         if nbytes < 0:
             raise ValueError(f"cannot read {nbytes} bytes")
+        attached = self._attached_span(int(address), nbytes, "read")
+        if attached is not None:
+            return np.frombuffer(ctypes.string_at(attached, nbytes), dtype=np.uint8).copy()
         start = self._host_span(int(address), nbytes, "read")
         view = self.arena[start:start + nbytes]
         view.flags.writeable = False
@@ -197,6 +249,18 @@ class GlobalHeap:
             return 0
         return max(top, 2 * self.arena.size, 1 << 20) - self.arena.size
 
+    def _attached_span(self, address: int, nbytes: int, verb: str) -> int | None:
+        """address itself when [address, address + nbytes) lies in attached host memory, else None."""
+        index = bisect_right(self._starts, address) - 1
+        if index < 0 or self._allocations[index].kind not in HOST_KINDS:
+            return None
+        allocation = self._allocations[index]
+        if address + nbytes > allocation.address + allocation.size:
+            return None
+        if verb == "write" and allocation.kind == "host_read_only":
+            raise ValueError(f"host write of {nbytes:,} bytes at {address:#x}: that host memory is read-only")
+        return address
+
     # ---- tables for the cores ----
     def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(start, size, arena offset, flags) arrays, sorted by start address."""
@@ -206,8 +270,8 @@ class GlobalHeap:
                 np.array([a.address for a in allocations], dtype=np.uint64),
                 np.array([a.size for a in allocations], dtype=np.uint64),
                 np.array(self._storage, dtype=np.uint64),
-                np.array([(FLAG_READ_ONLY if a.kind != "global" else 0) | (FLAG_FREED if a.freed else 0)
-                          for a in allocations], dtype=np.uint8),
+                np.array([(FLAG_READ_ONLY if a.kind not in ("global", "host") else 0) | (FLAG_FREED if a.freed else 0)
+                          | (FLAG_HOST if a.kind in HOST_KINDS else 0) for a in allocations], dtype=np.uint8),
             )
         return self._tables
 
@@ -237,7 +301,7 @@ class GlobalHeap:
             start, size = allocation.address, allocation.size
             if start <= address < start + size:
                 return allocation, "inside"
-            if allocation.kind != "global":
+            if allocation.kind != "global" and allocation.kind not in HOST_KINDS:
                 continue
             if address >= start:
                 distance = address - (start + size - 1)

@@ -137,7 +137,7 @@ def referenced_symbols(function: S.Function) -> set:
         return names
 
     def visit(operand):
-        if isinstance(operand, S.Sym):
+        if isinstance(operand, (S.Sym, S.SymIndex)):
             names.add(operand.name)
         elif isinstance(operand, S.Addr) and isinstance(operand.base, S.Sym):
             names.add(operand.base.name)
@@ -559,7 +559,9 @@ class KernelLowering:
         if syntax.opcode == "call":
             instr.operands = self._call_operands(syntax, scope)
             return instr
-        instr.operands = tuple(self._operand(operand, syntax, scope) for operand in syntax.operands)
+        operands = tuple(self._indexed(fn, syntax, position, operand) if isinstance(operand, S.SymIndex) else operand
+                         for position, operand in enumerate(syntax.operands))
+        instr.operands = tuple(self._operand(operand, syntax, scope) for operand in operands)
         framed = [ref for ref in instr.operands if isinstance(ref, ir.SymRef) and self._framed(ref.symbol)]
         if framed:
             return self._frame_address(instr, framed[0], syntax)
@@ -577,6 +579,21 @@ class KernelLowering:
         operands = (instr.operands[0], ir.RegRef(self.frame_register),
                     ir.ImmRef("int", ref.symbol.address + ref.offset))
         return dataclasses.replace(instr, opcode="add.u64", decoded=decoded, operands=operands)
+
+    def _indexed(self, fn: S.Function, syntax: S.Instruction, position: int, operand: S.SymIndex):
+        """`array[i]` as ptxas reads it: the address of element i (i times the element type's size; vectors count
+        their scalar type), and for ld/ldu/st the memory operand at that address."""
+        decls = [d for d in _walk(fn.body) if isinstance(d, S.VarDecl)] if fn.body is not None else []
+        decl = next((d for d in decls + list(self.module.variables) if d.name == operand.name), None)
+        if decl is None:
+            raise self.error(syntax.pos, f"undeclared name '{operand.name}'")
+        if not decl.dims:
+            raise self.error(syntax.pos, f"array indexing on '{operand.name}', which is not an array")
+        offset = operand.index * type_size(decl.type)
+        memory_position = {"ld": 1, "ldu": 1, "st": 0}.get(syntax.opcode)
+        if position == memory_position:
+            return S.Addr(S.Sym(operand.name), offset)
+        return S.Sym(operand.name, offset)
 
     def _check_operand_count(self, instr: ir.Instr, syntax: S.Instruction) -> None:
         family = instr.decoded.family

@@ -168,6 +168,9 @@ class _ToSyntax(Transformer):
     def sym_offset(self, items):
         return S.Sym(str(items[0]), _offset(items[1]))
 
+    def sym_index(self, items):
+        return S.SymIndex(str(items[0]), items[1])
+
     def vector(self, items):
         return S.Vec(tuple(item for item in items if item is not None))
 

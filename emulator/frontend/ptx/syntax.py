@@ -47,6 +47,13 @@ class Sym:
 
 
 @dataclass(frozen=True)
+class SymIndex:
+    """`name[index]`: the address of element `index` of an array variable (ld/st: the element itself)."""
+    name: str
+    index: int
+
+
+@dataclass(frozen=True)
 class Sink:
     pass
 
@@ -75,7 +82,7 @@ class CallList:
     items: Tuple["Operand", ...]
 
 
-Operand = Union[Reg, NotReg, PredPair, Sym, Sink, Imm, Vec, Addr, CallList]
+Operand = Union[Reg, NotReg, PredPair, Sym, SymIndex, Sink, Imm, Vec, Addr, CallList]
 
 
 # ---- statements -------------------------------------------------------------------------------
