@@ -14,6 +14,7 @@ from emulator.errors import DeviceError
 from emulator.machine.policies import RandomSchedule, RoundRobin
 
 ROOT = Path(__file__).resolve().parents[1]
+COUNT_FOREVER = (ROOT / "tests" / "kernels" / "count_forever.ptx").read_text()
 CHECKS = ROOT / "tests" / "kernels" / "checks.ptx"
 SOURCE = (ROOT / "tests" / "kernels" / "checks.cu").read_text().splitlines()
 
@@ -223,22 +224,6 @@ def test_a_spin_loop_that_never_ends_is_a_livelock_naming_every_warp(module):
     assert error is None and (out[:32] == 7).all() and session.errors() == 0
 
 
-COUNT_FOREVER = """
-.version 9.0
-.target sm_90
-.address_size 64
-.visible .entry count_forever()
-{
-    .reg .b32 %r<2>;
-    .reg .pred %p<2>;
-    mov.u32 %r1, 0;
-$L1:
-    add.s32 %r1, %r1, 1;
-    setp.ne.s32 %p1, %r1, -5;
-    @%p1 bra $L1;
-    ret;
-}
-"""
 
 
 def test_a_loop_that_only_counts_is_no_livelock_but_runs_into_the_step_limit():

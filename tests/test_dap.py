@@ -17,6 +17,7 @@ from test_debugger import NULL_FORMAT_CALL_LINE, NULL_FORMAT_PRINTF
 jsonschema = pytest.importorskip("jsonschema")
 
 ROOT = Path(__file__).resolve().parents[1]
+COUNT_FOREVER = (ROOT / "tests" / "kernels" / "count_forever.ptx").read_text()
 EXTENSION = ROOT / "editors" / "vscode"
 BUILD = ROOT / "tests" / "debugbuild"
 CU = str(BUILD / "blocksum.cu")
@@ -294,21 +295,6 @@ def test_a_check_finding_stops_the_kernel_as_an_exception(client):
                                                           ).lower()
 
 
-COUNT_FOREVER = """.version 9.0
-.target sm_90
-.address_size 64
-.visible .entry count_forever()
-{
-    .reg .b32 %r<2>;
-    .reg .pred %p<2>;
-    mov.u32 %r1, 0;
-$L1:
-    add.s32 %r1, %r1, 1;
-    setp.ne.s32 %p1, %r1, -5;
-    @%p1 bra $L1;
-    ret;
-}
-"""
 
 
 def test_pause_stops_a_kernel_that_runs_on(client, tmp_path):

@@ -328,31 +328,14 @@ def test_terminal_session_has_a_prompt_completion_and_history():
     assert child.exitstatus == 0
 
 
-COUNTING = """
-.version 9.0
-.target sm_90
-.address_size 64
-.visible .entry counting()
-{
-    .reg .b32 %r<2>;
-    .reg .pred %p<2>;
-    mov.u32 %r1, 0;
-$L1:
-    add.s32 %r1, %r1, 1;
-    setp.ne.s32 %p1, %r1, -5;
-    @%p1 bra $L1;
-    ret;
-}
-"""
 
 
-def test_ctrl_c_interrupts_a_kernel_that_never_ends(tmp_path):
+def test_ctrl_c_interrupts_a_kernel_that_never_ends():
     # the loop changes its counter every turn, so it is no livelock: only the interrupt stops it
     pexpect = pytest.importorskip("pexpect")
-    (tmp_path / "counting.ptx").write_text(COUNTING)
     env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", PYTHONPATH=str(ROOT))
-    child = pexpect.spawn(sys.executable, ["-m", "emulator", "debug", str(tmp_path / "counting.ptx"), "--kernel",
-                                           "counting", "--grid", "1", "--block", "32", "--max-steps", "1000000000"],
+    child = pexpect.spawn(sys.executable, ["-m", "emulator", "debug", "tests/kernels/count_forever.ptx", "--kernel",
+                                           "count_forever", "--grid", "1", "--block", "32", "--max-steps", "1000000000"],
                           cwd=str(ROOT), env=env, encoding="utf-8", timeout=60, dimensions=(40, 120))
     try:
         _at_prompt(child)
@@ -361,7 +344,7 @@ def test_ctrl_c_interrupts_a_kernel_that_never_ends(tmp_path):
         time.sleep(0.5)
         child.sendintr()
         child.expect_exact("Program received signal SIGINT, Interrupt.")
-        child.expect_exact("counting<<<(1,1,1),(32,1,1)>>> at counting.ptx:")
+        child.expect_exact("count_forever<<<(1,1,1),(32,1,1)>>> at count_forever.ptx:")
         _at_prompt(child)
         child.send("kill\r")
         child.expect_exact("killed]")
