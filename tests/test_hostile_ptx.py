@@ -150,10 +150,22 @@ WMMA_NINE_DESTINATIONS = FUZZED_HEADER + """.visible .entry k(.param .u64 p)
 }
 """
 
+WMMA_LOAD_SHORT_FRAGMENT = FUZZED_HEADER + """.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, 16;
+    wmma.load.a.sync.aligned.row.m8n32k16.global.bf16 {%r3}, [%rd1], %r1;
+    ret;
+}
+"""
+
 
 @pytest.mark.parametrize("text, line, message", [
     (ATOM_ADD_B16, 10, "atom.add is not defined for .b16"),
     (WMMA_NINE_DESTINATIONS, 13, "the d fragment of wmma.mma .m16n16k16 .s32 takes 8 registers, not 9"),
+    (WMMA_LOAD_SHORT_FRAGMENT, 10, "a wmma .m8n32k16 a fragment of .bf16 takes 2 registers, not 1"),
 ])
 def test_fuzzer_found_operand_forms_are_errors_at_their_line(text, line, message):
     kernel = load(text).kernel("k")

@@ -305,6 +305,10 @@ def build_wmma(batch, instr: ir.Instr):
     else:
         address_ref, source = instr.operands[0], instr.operands[1]
         registers = source.items if isinstance(source, ir.VecRef) else (source,)
+    if len(registers) * ELEMENTS_PER_WORD.get(kind, 1) < per_lane:
+        raise batch.lowering_error(instr, f"a wmma .{shape} {role} fragment of .{kind} takes "
+                                          f"{-(-per_lane // ELEMENTS_PER_WORD.get(kind, 1))} registers, not "
+                                          f"{len(registers)}")
     stride_ref = instr.operands[2] if len(instr.operands) > 2 else None
     read_stride = reader(batch, stride_ref, "u32") if stride_ref is not None else (lambda sel: cols if layout == "row"
                                                                                      else rows)
