@@ -161,11 +161,24 @@ WMMA_LOAD_SHORT_FRAGMENT = FUZZED_HEADER + """.visible .entry k(.param .u64 p)
 }
 """
 
+MBARRIER_DOUBLE_COUNT = FUZZED_HEADER + """.visible .entry k()
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    .shared .align 8 .b64 bar;
+    mov.u32 %r1, bar;
+    mbarrier.init.shared.b64 [%r1], 32;
+    mbarrier.arrive.expect_tx.shared.b64 %rd1, [%r1], 0d7FEFFFFFFFFFFFFF;
+    ret;
+}
+"""
+
 
 @pytest.mark.parametrize("text, line, message", [
     (ATOM_ADD_B16, 10, "atom.add is not defined for .b16"),
     (WMMA_NINE_DESTINATIONS, 13, "the d fragment of wmma.mma .m16n16k16 .s32 takes 8 registers, not 9"),
     (WMMA_LOAD_SHORT_FRAGMENT, 10, "a wmma .m8n32k16 a fragment of .bf16 takes 2 registers, not 1"),
+    (MBARRIER_DOUBLE_COUNT, 11, "malformed operands"),
 ])
 def test_fuzzer_found_operand_forms_are_errors_at_their_line(text, line, message):
     kernel = load(text).kernel("k")

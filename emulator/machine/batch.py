@@ -163,7 +163,7 @@ class Batch:
     def _bind(self, instr: ir.Instr):
         try:
             return self._bind_checked(instr)
-        except (ValueError, IndexError, KeyError, TypeError, AttributeError) as error:
+        except (ValueError, IndexError, KeyError, TypeError, AttributeError, OverflowError) as error:
             raise self.lowering_error(instr, f"cannot run `{instr.text}`: malformed operands ({error})") from None
 
     def _bind_checked(self, instr: ir.Instr):
