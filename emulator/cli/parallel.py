@@ -186,7 +186,7 @@ def _on_cluster(job: LaunchJob, seeds: Sequence[int], address: str, advance) -> 
         futures = [client.submit(run_schedule_remotely, shared_job, seed, pure=False) for seed in seeds]
         by_key = {future.key: seed for future, seed in zip(futures, seeds)}
         by_seed = {}
-        for future in cluster_completed(futures):
+        for future in cluster_completed(futures, loop=client.loop):
             by_seed[by_key[future.key]] = future.result()
             advance()
         return [by_seed[seed] for seed in seeds]
