@@ -24,6 +24,9 @@ Outcome = Tuple[int, List[Tuple[int, np.ndarray]], Optional[str]]
 #: below this many seconds of expected work, starting worker processes costs more than it saves
 WORKER_START_SECONDS = 0.5
 
+#: how long --cluster waits for its scheduler to answer
+CONNECT_SECONDS = 20
+
 CLUSTER_EXTRA = "pip install 'gpuemu[cluster]' (or pip install 'dask[distributed]')"
 
 
@@ -177,7 +180,7 @@ def _on_cluster(job: LaunchJob, seeds: Sequence[int], address: str, advance) -> 
     from distributed import Client
     from distributed import as_completed as cluster_completed
     try:
-        client = Client(address, set_as_default=False, timeout="20s")
+        client = Client(address, set_as_default=False, timeout=f"{CONNECT_SECONDS}s")
     except (OSError, TimeoutError, ValueError) as error:
         raise UsageError(f"--cluster {address}: cannot reach a Dask scheduler there ({error})") from None
     futures = []
