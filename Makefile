@@ -27,7 +27,8 @@ test-slow: install
 
 # the client integrations (Triton, CUDA C++ via NVRTC, numba.cuda, Dask for --cluster) in a venv of their own with
 # gpuemu's extras; torch is the CPU build (the one `pip install torch==2.13.0` finds on this project's machines).
-# numba.cuda's tests run in a pytest of their own: `-p emulator.numba` puts gpuemu's libcuda.so.1 under numba before anything starts
+# numba.cuda's tests run in a pytest of their own: `-p emulator.numba` puts gpuemu's libcuda.so.1 under numba before
+# anything starts
 CLIENTS_VENV ?= build/clients-venv
 CLIENTS_TORCH ?= torch==2.13.0
 CLIENT_EXTRAS ?= test,triton,cuda,numba,cluster
