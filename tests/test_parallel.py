@@ -174,12 +174,9 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.parametrize("how", ["ctrl-c to the process group", "sigterm to gpuemu"])
-def test_interrupting_the_schedules_ends_the_workers_and_leaves_no_output(tmp_path, how):
-    out = tmp_path / "out"
-    out.mkdir()
-    np.save(out / "arg2.npy", np.zeros(3))
-    # each schedule takes over a second here: workers that were left to finish theirs would outlive the command
+def _start_long_schedules(out: Path):
+    """gpuemu running --repeat 40 over 2 workers, once the workers have started: (the process, the forkserver and
+    workers). Each schedule takes over a second here, so workers left to finish theirs would outlive the command."""
     command = [sys.executable, "-m", "emulator", "run", HISTOGRAM / "histogram.ptx", "--grid", "64", "--block", "256",
                "--arg", f"@{HISTOGRAM / 'inputs' / 'data.npy'}", "--arg", "i32:131072", "--arg", "zeros:u32:256",
                "--schedule", "random", "--repeat", "40", "--jobs", "2", "--out", out, "--json", out / "report.json"]
@@ -191,6 +188,15 @@ def test_interrupting_the_schedules_ends_the_workers_and_leaves_no_output(tmp_pa
     workers = _workers(child.pid)
     assert len(workers) >= 3, "the workers never started"
     time.sleep(0.3)
+    return child, workers
+
+
+@pytest.mark.parametrize("how", ["ctrl-c to the process group", "sigterm to gpuemu"])
+def test_interrupting_the_schedules_ends_the_workers_and_leaves_no_output(tmp_path, how):
+    out = tmp_path / "out"
+    out.mkdir()
+    np.save(out / "arg2.npy", np.zeros(3))
+    child, workers = _start_long_schedules(out)
     signalled = time.monotonic()
     if how == "sigterm to gpuemu":
         child.send_signal(signal.SIGTERM)
@@ -204,3 +210,13 @@ def test_interrupting_the_schedules_ends_the_workers_and_leaves_no_output(tmp_pa
     assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] in ("gpuemu: terminated", "gpuemu: interrupted")
     assert sorted(path.name for path in out.iterdir()) == ["report.json"]
     assert json.loads((out / "report.json").read_text())["status"] == "interrupted"
+
+
+def test_workers_end_with_a_command_killed_outright(tmp_path):
+    child, workers = _start_long_schedules(tmp_path / "out")
+    killed = time.monotonic()
+    child.kill()
+    child.communicate(timeout=60)
+    while any(_alive(pid) for pid in workers) and time.monotonic() < killed + 10:
+        time.sleep(0.02)
+    assert not [pid for pid in workers if _alive(pid)] and time.monotonic() - killed < 1.0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import os
+import select
 import signal
+import threading
 import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -106,11 +108,28 @@ def run_schedule_remotely(job: LaunchJob, seed: int) -> Outcome:
 _WORKER_JOB: List[LaunchJob] = []
 
 
-def _start_worker(job: LaunchJob) -> None:
+def _start_worker(job: LaunchJob, command: int) -> None:
     """A worker process's start: Ctrl-C at the terminal reaches the whole process group, and the command, not each
     worker, answers it (it stops the workers); the job arrives once, not with every seed."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with(command)
     _WORKER_JOB[:] = [job]
+
+
+def _end_with(command: int) -> None:
+    """End this worker when the command process ends without stopping it (SIGKILL): the pool's queues, which every
+    worker holds both ends of, would otherwise keep it, and the forkserver, waiting for work forever."""
+    try:
+        handle = os.pidfd_open(command)
+    except ProcessLookupError:
+        os._exit(1)
+    except (AttributeError, OSError):  # no pidfd (before Linux 5.3, or not Linux)
+        return
+
+    def wait() -> None:
+        select.select([handle], [], [])
+        os._exit(1)
+    threading.Thread(target=wait, name="gpuemu-command-watch", daemon=True).start()
 
 
 def _schedule_in_worker(seed: int) -> Outcome:
@@ -144,7 +163,8 @@ def _worker_context():
 
 def _in_worker_processes(job: LaunchJob, seeds: Sequence[int], workers: int, advance) -> List[Outcome]:
     by_seed = {}
-    executor = ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=_start_worker, initargs=(job,))
+    executor = ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=_start_worker,
+                                   initargs=(job, os.getpid()))
     try:
         futures = {executor.submit(_schedule_in_worker, seed): seed for seed in seeds}
         for future in as_completed(futures):
