@@ -108,6 +108,25 @@ def test_outcomes_come_in_seed_order_with_each_seeds_own_outputs():
     assert {float(arrays[1][1][0]) for _, arrays, _ in there} == {0.0, 1.0}
 
 
+def test_a_process_forked_from_one_that_ran_workers_runs_its_own():
+    job = oob_job()
+    assert [error for _, _, error in run_schedules(job, [0, 1], jobs=2)] == ["CUDA_ERROR_ILLEGAL_ADDRESS"] * 2
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            outcome = repr([error for _, _, error in run_schedules(job, [2, 3], jobs=2)])
+        except BaseException as error:
+            outcome = f"{type(error).__name__}: {error}"
+        os.write(writer, outcome.encode())
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as stream:
+        said = stream.read()
+    os.waitpid(child, 0)
+    assert said == "['CUDA_ERROR_ILLEGAL_ADDRESS', 'CUDA_ERROR_ILLEGAL_ADDRESS']"
+
+
 def test_default_jobs_use_every_core_only_when_the_schedules_outlast_starting_workers():
     options = SimpleNamespace(jobs=None, repeat=20)
     assert checks.repeat_jobs(options, SimpleNamespace(wall_seconds=0.001)) == 1

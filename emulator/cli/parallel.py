@@ -161,6 +161,24 @@ def _worker_context():
     return context
 
 
+def _start_own_worker_server() -> None:
+    """In a process forked from one that ran workers (a test harness, a fuzzer): forget the forkserver inherited from
+    it, which is not this process's child and which multiprocessing would fail to check on, so that --jobs starts
+    one of its own."""
+    from multiprocessing import forkserver
+    inherited = forkserver._forkserver._forkserver_alive_fd
+    if inherited is not None:
+        try:
+            os.close(inherited)
+        except OSError:
+            pass
+    forkserver._forkserver.__init__()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_start_own_worker_server)
+
+
 def _in_worker_processes(job: LaunchJob, seeds: Sequence[int], workers: int, advance) -> List[Outcome]:
     by_seed = {}
     executor = ProcessPoolExecutor(workers, mp_context=_worker_context(), initializer=_start_worker,
