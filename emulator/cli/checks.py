@@ -34,8 +34,9 @@ class ChecksFeature(RunFeature):
                                 "when the schedules take long enough to pay for starting them; 1: in this process); "
                                 "the report is the same whatever N")
         group.add_argument("--cluster", default=None, metavar="ADDRESS",
-                           help="run --repeat's schedules on the Dask distributed scheduler at ADDRESS (tcp://host:8786; "
-                                "needs pip install 'gpuemu[cluster]' here and gpuemu on the cluster's workers)")
+                           help="run --repeat's schedules on the Dask distributed scheduler at ADDRESS "
+                                "(tcp://host:8786; needs pip install 'gpuemu[cluster]' here and gpuemu on the "
+                                "cluster's workers)")
         group.add_argument("--arch", default=None,
                            help="architecture to emulate: sm_70 and newer count barrier arrivals per thread, sm_60 "
                                 f"per warp (default {DEFAULT_ARCH}; a SASS listing runs as the architecture it was "
