@@ -242,3 +242,24 @@ def test_workers_end_with_a_command_killed_outright(tmp_path):
     while any(_alive(pid) for pid in workers) and time.monotonic() < killed + 10:
         time.sleep(0.02)
     assert not [pid for pid in workers if _alive(pid)] and time.monotonic() - killed < 1.0
+
+
+def test_a_worker_killed_mid_schedule_is_an_error_after_the_commands_own_run(tmp_path):
+    """As any error of --repeat's schedules: the command's own launch was whole, so its outputs are written, and the
+    run ends with the error's line and status."""
+    out = tmp_path / "out"
+    child, processes = _start_long_schedules(out)
+    server = [pid for pid in processes if _parent(pid) == child.pid]
+    worker = next(pid for pid in processes if server and _parent(pid) == server[0])
+    os.kill(worker, signal.SIGKILL)
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 5 and "Traceback" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1] == ("gpuemu: error: a --jobs worker process was killed before it finished "
+                                               "its schedule (out of host memory, or a signal); --jobs 1 runs the "
+                                               "schedules in this process")
+    assert sorted(path.name for path in out.iterdir()) == ["arg0.npy", "arg2.npy", "report.json"]
+    assert json.loads((out / "report.json").read_text())["status"] == "check failed"
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])

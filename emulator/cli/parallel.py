@@ -105,6 +105,17 @@ def run_schedule_remotely(job: LaunchJob, seed: int) -> Outcome:
         raise RemoteError(str(error), error.exit_status) from None
 
 
+class WorkerLost(GpuemuError):
+    """A worker process ended in the middle of a schedule: killed by the system's out-of-memory killer or a
+    signal."""
+
+    exit_status = 5
+
+    def __init__(self):
+        super().__init__("a --jobs worker process was killed before it finished its schedule (out of host memory, "
+                         "or a signal); --jobs 1 runs the schedules in this process")
+
+
 _WORKER_JOB: List[LaunchJob] = []
 
 
@@ -190,8 +201,7 @@ def _in_worker_processes(job: LaunchJob, seeds: Sequence[int], workers: int, adv
             advance()
     except BrokenProcessPool:
         _stop_workers(executor)
-        raise GpuemuError("--jobs: a worker process ended without a result (killed, or out of memory?); "
-                          "--jobs 1 runs the schedules in this process") from None
+        raise WorkerLost() from None
     except BaseException:
         _stop_workers(executor)
         raise
