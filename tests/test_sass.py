@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import emulator
-from emulator.errors import PTXSyntaxError, UsageError
+from emulator.errors import DeviceError, PTXSyntaxError, UsageError
 from emulator.machine.lanes import lanes_of
 from emulator.runtime.module import Device, Module
 from emulator.machine.observe import Observer
@@ -951,6 +951,18 @@ def test_a_constant_word_far_past_the_parameter_space_names_no_parameter():
     assert far != listing
     kernel = emulator.load(far).kernel("histogram")
     assert [(p.type, p.offset) for p in kernel.params] == [("u64", 0), ("u64", 8), ("u64", 16)]
+
+
+def test_an_indexed_constant_read_far_outside_the_bank_reads_zero():
+    # from the fuzzer (seed 1838240258): c[0x0][R2+2^64-1] overflowed int64 while adding the index; the pointer it
+    # loads is 0, so vecadd's store faults at 0x0 like any other null pointer
+    lines = (ROOT / "examples" / "debugbuild" / "debugbuild.sm_90.sass").read_text().split("\n")
+    out_pointer = [n for n, line in enumerate(lines) if "c[0x0][R2+0x210]" in line][2]
+    lines[out_pointer] = lines[out_pointer].replace("R2+0x210", "R2+18446744073709551615")
+    kernel = emulator.load("\n".join(lines)).kernel("_Z6vecaddPKfS0_Pfi")
+    ones = np.ones(64, np.float32)
+    with pytest.raises(DeviceError, match=r"invalid __global__ write of 4 bytes at 0x0 "):
+        kernel.launch(1, 64, [ones, ones, np.zeros(64, np.float32), np.int32(64)])
 
 
 def test_mufu_gives_the_h100_bits_of_the_ptx_approx_instructions_it_compiles_from():

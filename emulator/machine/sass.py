@@ -83,6 +83,8 @@ def _const_reader(batch, ref: ConstWord) -> Callable:
     read_index = _raw_reader(batch, ref.index)
     words = bank[:BANK_BYTES - BANK_BYTES % size].view(dtype)
     offset = ref.offset
+    if not -(1 << 32) < offset < BANK_BYTES:  # no 32-bit index brings it into the bank
+        return lambda sel: np.zeros(count_of(sel, batch.n), dtype=dtype)
 
     def gather(sel):
         where = np.asarray(read_index(sel)).astype(np.int64) + offset
