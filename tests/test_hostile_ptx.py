@@ -173,6 +173,9 @@ MBARRIER_DOUBLE_COUNT = FUZZED_HEADER + """.visible .entry k()
 }
 """
 
+WMMA_LOAD_LONG_FRAGMENT = WMMA_LOAD_SHORT_FRAGMENT.replace(
+    "%r<4>", "%r<6>").replace("m8n32k16.global.bf16 {%r3}", "m32n8k16.global.s8 {%r2, %r2, %r3, %r4, %r5}")
+
 WMMA_BF16_FROM_S8 = WMMA_NINE_DESTINATIONS.replace(
     "s32.s8.s8.s32.satfinite {%r14, %r14,", "bf16.s8.s8.s32 {%r14,")
 
@@ -212,6 +215,7 @@ SHFL_INTO_SPECIAL_REGISTER = FUZZED_HEADER + """.visible .entry k()
     (WMMA_NINE_DESTINATIONS, 13, "the d fragment of wmma.mma .m16n16k16 .s32 takes 8 registers, not 9"),
     (WMMA_LOAD_SHORT_FRAGMENT, 10, "a wmma .m8n32k16 a fragment of .bf16 takes 2 registers, not 1"),
     (MBARRIER_DOUBLE_COUNT, 11, "malformed operands"),
+    (WMMA_LOAD_LONG_FRAGMENT, 10, "a wmma .m32n8k16 a fragment of .s8 takes 4 registers, not 5"),
 ])
 def test_fuzzer_found_operand_forms_are_errors_at_their_line(text, line, message):
     with pytest.raises(GpuemuError) as caught:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import emulator
-from emulator.errors import DeviceError, PTXSyntaxError, UsageError
+from emulator.errors import DeviceError, GpuemuError, PTXSyntaxError, UsageError
 from emulator.machine.lanes import lanes_of
 from emulator.runtime.module import Device, Module
 from emulator.machine.observe import Observer
@@ -963,6 +963,24 @@ def test_an_indexed_constant_read_far_outside_the_bank_reads_zero():
     ones = np.ones(64, np.float32)
     with pytest.raises(DeviceError, match=r"invalid __global__ write of 4 bytes at 0x0 "):
         kernel.launch(1, 64, [ones, ones, np.zeros(64, np.float32), np.int32(64)])
+
+
+@pytest.mark.parametrize("listing, old, new, message", [
+    ("sass/return32one.sm_20.sass", "/*0080*/ BAR.RED.POPC RZ, RZ", "/*0080*/ BAR.RED.POPC SR_LANEID, RZ",
+     "BAR.RED writes its count to a register"),
+    ("histogram/histogram.sm_75.sass", "VOTE.ANY R0, PT, PT", "VOTE.ANY R0, c[0x0][0x160]",
+     "VOTE votes on a predicate"),
+])
+def test_fuzzer_found_sass_operand_forms_are_errors_at_their_line(listing, old, new, message):
+    # seed 3175726686: a special register as BAR.RED's count, a VOTE without a predicate
+    text = (ROOT / "examples" / listing).read_text()
+    assert old in text
+    line = text[:text.index(old)].count("\n") + 1
+    with pytest.raises(GpuemuError) as caught:
+        module = emulator.load(text.replace(old, new))
+        for name in module.kernel_names:
+            module.kernel(name)
+    assert f":{line}:" in str(caught.value) and message in str(caught.value)
 
 
 def test_mufu_gives_the_h100_bits_of_the_ptx_approx_instructions_it_compiles_from():

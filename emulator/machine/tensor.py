@@ -305,7 +305,8 @@ def build_wmma(batch, instr: ir.Instr):
     else:
         address_ref, source = instr.operands[0], instr.operands[1]
         registers = source.items if isinstance(source, ir.VecRef) else (source,)
-    if len(registers) * ELEMENTS_PER_WORD.get(kind, 1) < per_lane:
+    slots = len(registers) * ELEMENTS_PER_WORD.get(kind, 1)
+    if slots < per_lane or slots % per_lane:
         raise batch.lowering_error(instr, f"a wmma .{shape} {role} fragment of .{kind} takes "
                                           f"{-(-per_lane // ELEMENTS_PER_WORD.get(kind, 1))} registers, not "
                                           f"{len(registers)}")

@@ -69,6 +69,8 @@ class ControlLowering:
             reduction = next((m.lower() for m in mods if m in ("POPC", "AND", "OR")), "popc")
             if self.arch.instruction_bytes == 8 and len(values) >= 2:
                 dest_value = self.value(sass, values[0])
+                if not isinstance(dest_value, Value):
+                    raise self.error(sass, "BAR.RED writes its count to a register")
                 dest = ir.RegRef(dest_value.regs[0]) if dest_value.regs[0] is not None else ir.SinkRef()
                 values = values[1:]
             else:

@@ -164,6 +164,8 @@ class DataLowering:
         preds = [o for o in sass.operands if self._is_pred(o)]
         mode = next((m for m in ("ALL", "ANY", "EQ") if m in mods), "ANY")
         dest = self.value(sass, values[0]) if values else None
+        if not preds:
+            raise self.error(sass, "VOTE votes on a predicate: VOTE.{ALL,ANY,EQ} [Rd,] [Pd,] Ps")
         if len(preds) == 2:
             pred_dest, source = self.pred(sass, preds[0]), self.pred(sass, preds[1])
         else:
