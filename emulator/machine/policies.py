@@ -1,9 +1,13 @@
-"""Scheduling policies for `Kernel.launch(policy=...)`: which ready warp, and which of its divergent groups, runs next.
+"""Scheduling policies for `Kernel.launch(policy=...)`: which ready warps, and which of their divergent groups, run next.
 
 The machine's own choice (no policy, `lockstep`) runs every thread that sits at the lowest pc of the
-batch at once. The policies here run one warp at a time for one instruction (`turn_limit = 1`):
-`RoundRobin` takes the warps in turn, `RandomSchedule` draws the warp (and, under independent thread
-scheduling, the divergent group) from a seeded generator, so that the same seed gives the same run.
+batch at once. `RoundRobin` takes the warps in turn, one instruction each (`turn_limit = 1`).
+`RandomSchedule` draws every turn from a seeded generator, so that the same seed gives the same run. A turn
+runs a random number of instructions (`turn_limit`, set per turn) for one random warp (under independent
+thread scheduling, one random divergent group of it), for a random share of the warps whose lowest group
+sits at one pc, or for the threads at the batch's lowest pc, which catch up with those ahead of them. Warps
+at one pc run as one numpy step, which is the run of those warps one after the other in index order; warps
+seldom spread over more than a few pcs, so a launch takes about as many turns however large its grid.
 `select(batch)` returns what `Batch._select` returns: (pc, lane selection, pc at which the group must
 stop to let sibling lanes catch up, whether it is a rotation turn), or None when nothing can run.
 """
@@ -20,6 +24,16 @@ from emulator.machine.states import INF
 SCHEDULES = ("lockstep", "round-robin", "random")
 #: op classes that wait for the lanes of their member mask: the lowest group runs first to let lanes join
 WARP_COLLECTIVES = frozenset({"shfl", "vote", "match", "redux", "elect", "bar", "activemask"})
+#: a random schedule's turns: at most MAX_TURN instructions (below SPIN_ROTATE, so that a turn never ends in the
+#: machine's own rotation), MEAN_TURN on average before that cap
+MAX_TURN = 32
+MEAN_TURN = 8
+#: with the warps' lowest groups at D distinct pcs, a turn is a catch-up turn with chance D / (D + CATCH_UP_WEIGHT):
+#: the further the warps have spread, the sooner the ones behind join the others
+CATCH_UP_WEIGHT = 2
+#: the chance that a turn that is not a catch-up turn is one warp's alone
+SINGLE_WARP_TURNS = 0.25
+_LANES = np.arange(32, dtype=np.int64)
 
 
 class _WarpPolicy:
@@ -43,7 +57,10 @@ class _WarpPolicy:
         ready = np.flatnonzero(lowest != INF)
         if len(ready) == 0:
             return None
-        warp = self.next_warp(ready)
+        return self._warp_turn(batch, self.next_warp(ready))
+
+    def _warp_turn(self, batch, warp: int):
+        """One group of one warp: the group policy's choice among its pcs, rotated away from a spinning group."""
         lanes = batch.rpc[warp * 32:warp * 32 + 32]
         pcs = np.unique(lanes[lanes != INF])
         pc = self.group_pc(batch, pcs)
@@ -86,14 +103,55 @@ class RoundRobin(_WarpPolicy):
 
 
 class RandomSchedule(_WarpPolicy):
-    """A seeded random ready warp runs one instruction; under independent thread scheduling (sm_70+)
-    a random divergent group of it, except that a warp-collective waits for the lanes below it."""
+    """Seeded random turns of a geometric number of instructions (1 to MAX_TURN; a turn ends sooner at a barrier,
+    at an exit or where lanes of its warps wait to reconverge). A turn is a catch-up turn (every thread at the
+    batch's lowest pc, until it reaches the next group) more often the further the warps have spread; otherwise
+    it draws a ready warp, and a quarter of those turns are that warp's alone: under independent thread
+    scheduling (sm_70+) a random divergent group of it, except that a warp-collective waits for the lanes below
+    it. The rest take a random share of the warps whose lowest group sits at the drawn warp's lowest pc, the
+    drawn warp included."""
 
     def __init__(self, seed: int, *, independent_groups: bool = True):
         super().__init__()
         self.seed = int(seed)
         self.independent_groups = independent_groups
         self.rng = np.random.default_rng(self.seed)
+
+    def select(self, batch):
+        if self._batch_id != id(batch):
+            self._reset(batch)
+        rpc = batch.rpc
+        lowest = rpc.reshape(-1, 32).min(axis=1)
+        ready = np.flatnonzero(lowest != INF)
+        if len(ready) == 0:
+            return None
+        rng = self.rng
+        self.turn_limit = min(MAX_TURN, int(rng.geometric(1 / MEAN_TURN)))
+        starts = np.unique(lowest[ready])
+        if rng.random() * (len(starts) + CATCH_UP_WEIGHT) >= CATCH_UP_WEIGHT:
+            return self._catch_up_turn(rpc, int(starts[0]))
+        warp = int(ready[rng.integers(len(ready))])
+        if rng.random() < SINGLE_WARP_TURNS:
+            return self._warp_turn(batch, warp)
+        pc = int(lowest[warp])
+        peers = ready[lowest[ready] == pc]
+        if len(peers) > 1:
+            keep = rng.random(len(peers)) < rng.random()
+            keep[np.searchsorted(peers, warp)] = True
+            peers = peers[keep]
+        lanes = (peers[:, None] * 32 + _LANES).reshape(-1)
+        pcs = rpc[lanes]
+        at = pcs == pc
+        others = int(np.min(pcs, where=~at, initial=INF))
+        return pc, lanes[at], others, False
+
+    @staticmethod
+    def _catch_up_turn(rpc: np.ndarray, pc: int):
+        """Every thread at the batch's lowest pc (the machine's own choice): the warps left behind catch up with
+        the next group, which they join, so that the warps stay in a few groups that each run as one step."""
+        at = rpc == pc
+        others = int(np.min(rpc, where=~at, initial=INF))
+        return pc, np.flatnonzero(at), others, False
 
     def next_warp(self, ready: np.ndarray) -> int:
         return int(ready[self.rng.integers(len(ready))])
