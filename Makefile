@@ -2,7 +2,7 @@
 PYTHON ?= python3
 STAMP := build/.installed
 
-.PHONY: install demo test test-slow test-clients fuzz bench bench-stats bench-memory bench-schedule coverage clean
+.PHONY: install demo test test-slow test-clients fuzz bench bench-stats bench-memory bench-schedule bench-cli coverage clean
 
 $(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/_core.h emulator/memory/build_core.py \
 		emulator/accel/_arith.c emulator/accel/build_arith.py
@@ -59,6 +59,9 @@ bench-memory: install
 
 bench-schedule: install
 	$(PYTHON) bench/schedule_cost.py
+
+bench-cli: install
+	$(PYTHON) bench/cli_overhead.py
 
 coverage:
 	$(PYTHON) -m emulator isa --markdown > docs/COVERAGE.md
