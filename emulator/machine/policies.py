@@ -42,16 +42,17 @@ class _WarpPolicy:
     turn_limit = 1
 
     def __init__(self):
-        self._batch_id = None
+        #: the batch the per-warp state belongs to (held, so that a later batch cannot take its id and its state)
+        self._batch = None
 
     def _reset(self, batch) -> None:
-        self._batch_id = id(batch)
+        self._batch = batch
         self.cursor = -1
         self.last_pc = {}
         self.backward = {}
 
     def select(self, batch):
-        if self._batch_id != id(batch):
+        if self._batch is not batch:
             self._reset(batch)
         lowest = batch.rpc.reshape(-1, 32).min(axis=1)
         ready = np.flatnonzero(lowest != INF)
@@ -118,7 +119,7 @@ class RandomSchedule(_WarpPolicy):
         self.rng = np.random.default_rng(self.seed)
 
     def select(self, batch):
-        if self._batch_id != id(batch):
+        if self._batch is not batch:
             self._reset(batch)
         rpc = batch.rpc
         lowest = rpc.reshape(-1, 32).min(axis=1)
