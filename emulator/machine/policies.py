@@ -128,14 +128,15 @@ class RandomSchedule(_WarpPolicy):
             return None
         rng = self.rng
         self.turn_limit = min(MAX_TURN, int(rng.geometric(1 / MEAN_TURN)))
-        starts = np.unique(lowest[ready])
+        ready_pcs = lowest[ready]
+        starts = np.flatnonzero(np.bincount(ready_pcs))
         if rng.random() * (len(starts) + CATCH_UP_WEIGHT) >= CATCH_UP_WEIGHT:
             return self._catch_up_turn(rpc, int(starts[0]))
         warp = int(ready[rng.integers(len(ready))])
         if rng.random() < SINGLE_WARP_TURNS:
             return self._warp_turn(batch, warp)
         pc = int(lowest[warp])
-        peers = ready[lowest[ready] == pc]
+        peers = ready[ready_pcs == pc]
         if len(peers) > 1:
             keep = rng.random(len(peers)) < rng.random()
             keep[np.searchsorted(peers, warp)] = True
