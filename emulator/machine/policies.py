@@ -19,6 +19,7 @@ import numpy as np
 
 from emulator import ir
 from emulator.machine.batch import SPIN_ROTATE
+from emulator.machine.lanes import ALL
 from emulator.machine.states import INF
 
 SCHEDULES = ("lockstep", "round-robin", "random")
@@ -27,12 +28,12 @@ WARP_COLLECTIVES = frozenset({"shfl", "vote", "match", "redux", "elect", "bar", 
 #: a random schedule's turns: at most MAX_TURN instructions (below SPIN_ROTATE, so that a turn never ends in the
 #: machine's own rotation), MEAN_TURN on average before that cap
 MAX_TURN = 32
-MEAN_TURN = 8
+MEAN_TURN = 12
 #: with the warps' lowest groups at D distinct pcs, a turn is a catch-up turn with chance D / (D + CATCH_UP_WEIGHT):
 #: the further the warps have spread, the sooner the ones behind join the others
 CATCH_UP_WEIGHT = 2
 #: the chance that a turn that is not a catch-up turn is one warp's alone
-SINGLE_WARP_TURNS = 0.25
+SINGLE_WARP_TURNS = 0.15
 _LANES = np.arange(32, dtype=np.int64)
 
 
@@ -107,7 +108,7 @@ class RandomSchedule(_WarpPolicy):
     """Seeded random turns of a geometric number of instructions (1 to MAX_TURN; a turn ends sooner at a barrier,
     at an exit or where lanes of its warps wait to reconverge). A turn is a catch-up turn (every thread at the
     batch's lowest pc, until it reaches the next group) more often the further the warps have spread; otherwise
-    it draws a ready warp, and a quarter of those turns are that warp's alone: under independent thread
+    it draws a ready warp, and SINGLE_WARP_TURNS of those turns are that warp's alone: under independent thread
     scheduling (sm_70+) a random divergent group of it, except that a warp-collective waits for the lanes below
     it. The rest take a random share of the warps whose lowest group sits at the drawn warp's lowest pc, the
     drawn warp included."""
@@ -152,6 +153,8 @@ class RandomSchedule(_WarpPolicy):
         """Every thread at the batch's lowest pc (the machine's own choice): the warps left behind catch up with
         the next group, which they join, so that the warps stay in a few groups that each run as one step."""
         at = rpc == pc
+        if at.all():
+            return pc, ALL, INF, False
         others = int(np.min(rpc, where=~at, initial=INF))
         return pc, np.flatnonzero(at), others, False
 
