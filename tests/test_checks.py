@@ -339,6 +339,40 @@ def test_random_schedules_reorder_far_apart_warps_of_a_large_grid(module):
     assert all(total(RandomSchedule(seed)) == runs[seed] for seed in (0, 1, 2))
 
 
+LAST_WRITER = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry last_writer(.param .u64 out)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  shr.u32 %r2, %r1, 5;
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+"""
+
+
+def test_random_schedules_draw_which_warp_of_a_block_stores_last():
+    # every thread stores its warp number to one word: the last warp to store wins. Warps that reach the store
+    # together run in index order (lockstep's answer is always warp 7); a random schedule splits them there
+    kernel = emulator.load(LAST_WRITER).kernel("last_writer")
+    out = np.zeros(1, np.uint32)
+    kernel.launch(1, 256, [out])
+    assert out[0] == 7
+    winners = []
+    for seed in range(40):
+        out = np.zeros(1, np.uint32)
+        kernel.launch(1, 256, [out], policy=RandomSchedule(seed))
+        winners.append(int(out[0]))
+    counts = np.bincount(winners, minlength=8)
+    assert len(counts) == 8 and np.count_nonzero(counts) >= 6 and counts[7] < 20, counts
+
+
 def test_random_schedule_runs_many_warps_per_scheduler_step_on_a_large_grid():
     # one warp-instruction per scheduler step made a random schedule's cost per instruction grow with the grid
     kernel = emulator.load(ROOT / "examples" / "vecadd" / "vecadd.ptx").kernel("vecadd")

@@ -6,8 +6,10 @@ batch at once. `RoundRobin` takes the warps in turn, one instruction each (`turn
 runs a random number of instructions (`turn_limit`, set per turn) for one random warp (under independent
 thread scheduling, one random divergent group of it), for a random share of the warps whose lowest group
 sits at one pc, or for the threads at the batch's lowest pc, which catch up with those ahead of them. Warps
-at one pc run as one numpy step, which is the run of those warps one after the other in index order; warps
-seldom spread over more than a few pcs, so a launch takes about as many turns however large its grid.
+at one pc run as one numpy step, which is the run of those warps one after the other in index order; so that
+the order in which they reach memory is drawn too, a group of several warps stops before a store or an atomic,
+and a random share of its warps runs that instruction first. Warps seldom spread over more than a few pcs, so
+a launch takes about as many turns however large its grid.
 `select(batch)` returns what `Batch._select` returns: (pc, lane selection, pc at which the group must
 stop to let sibling lanes catch up, whether it is a rotation turn), or None when nothing can run.
 """
@@ -28,12 +30,14 @@ WARP_COLLECTIVES = frozenset({"shfl", "vote", "match", "redux", "elect", "bar", 
 #: a random schedule's turns: at most MAX_TURN instructions (below SPIN_ROTATE, so that a turn never ends in the
 #: machine's own rotation), MEAN_TURN on average before that cap
 MAX_TURN = 32
-MEAN_TURN = 12
+MEAN_TURN = 16
 #: with the warps' lowest groups at D distinct pcs, a turn is a catch-up turn with chance D / (D + CATCH_UP_WEIGHT):
 #: the further the warps have spread, the sooner the ones behind join the others
-CATCH_UP_WEIGHT = 2
+CATCH_UP_WEIGHT = 1.5
 #: the chance that a turn that is not a catch-up turn is one warp's alone
 SINGLE_WARP_TURNS = 0.15
+#: op classes whose order between warps can show in memory: a group of several warps splits at them
+ORDER_SENSITIVE = frozenset({"atom", "red", "st"})
 _LANES = np.arange(32, dtype=np.int64)
 
 
@@ -51,6 +55,8 @@ class _WarpPolicy:
         self.cursor = -1
         self.last_pc = {}
         self.backward = {}
+        #: per pc, how many instructions on from it the next store or atomic is (in pc order, up to MAX_TURN)
+        self.until_sensitive = _until_sensitive(batch.program.instrs)
 
     def select(self, batch):
         if self._batch is not batch:
@@ -111,7 +117,8 @@ class RandomSchedule(_WarpPolicy):
     it draws a ready warp, and SINGLE_WARP_TURNS of those turns are that warp's alone: under independent thread
     scheduling (sm_70+) a random divergent group of it, except that a warp-collective waits for the lanes below
     it. The rest take a random share of the warps whose lowest group sits at the drawn warp's lowest pc, the
-    drawn warp included."""
+    drawn warp included. A turn of several warps ends before a store or an atomic; a turn that starts at one
+    runs it for a random share of its warps."""
 
     def __init__(self, seed: int, *, independent_groups: bool = True):
         super().__init__()
@@ -132,14 +139,24 @@ class RandomSchedule(_WarpPolicy):
         ready_pcs = lowest[ready]
         starts = np.flatnonzero(np.bincount(ready_pcs))
         if rng.random() * (len(starts) + CATCH_UP_WEIGHT) >= CATCH_UP_WEIGHT:
-            return self._catch_up_turn(rpc, int(starts[0]))
-        warp = int(ready[rng.integers(len(ready))])
-        if rng.random() < SINGLE_WARP_TURNS:
-            return self._warp_turn(batch, warp)
+            turn = self._catch_up_turn(rpc, int(starts[0]))
+        else:
+            warp = int(ready[rng.integers(len(ready))])
+            if rng.random() < SINGLE_WARP_TURNS:
+                return self._warp_turn(batch, warp)
+            turn = self._share_turn(rpc, lowest, ready, ready_pcs, warp)
+        ahead = self.until_sensitive[turn[0]]
+        if ahead == 0:
+            return self._split_by_warp(batch, *turn)
+        self.turn_limit = min(self.turn_limit, ahead)
+        return turn
+
+    def _share_turn(self, rpc, lowest, ready, ready_pcs, warp: int):
+        """A random share of the warps whose lowest group sits at warp's lowest pc, warp included."""
         pc = int(lowest[warp])
         peers = ready[ready_pcs == pc]
         if len(peers) > 1:
-            keep = rng.random(len(peers)) < rng.random()
+            keep = self.rng.random(len(peers)) < self.rng.random()
             keep[np.searchsorted(peers, warp)] = True
             peers = peers[keep]
         lanes = (peers[:, None] * 32 + _LANES).reshape(-1)
@@ -158,6 +175,22 @@ class RandomSchedule(_WarpPolicy):
         others = int(np.min(rpc, where=~at, initial=INF))
         return pc, np.flatnonzero(at), others, False
 
+    def _split_by_warp(self, batch, pc: int, sel, others: int, rotating: bool):
+        """At a store or an atomic, the group's warps would run in index order: a random share of them (one at
+        least) runs that one instruction now, the others later, so that the order the warps reach memory in is
+        drawn too."""
+        lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else sel
+        warps = lanes >> 5
+        first = np.flatnonzero(np.diff(warps, prepend=-1))
+        if len(first) == 1:
+            return pc, sel, others, rotating
+        rng = self.rng
+        keep = rng.random(len(first)) < rng.random()
+        keep[rng.integers(len(first))] = True
+        chosen = np.repeat(keep, np.diff(first, append=len(lanes)))
+        self.turn_limit = 1
+        return pc, lanes[chosen], others, rotating
+
     def next_warp(self, ready: np.ndarray) -> int:
         return int(ready[self.rng.integers(len(ready))])
 
@@ -170,6 +203,13 @@ class RandomSchedule(_WarpPolicy):
         if instr.control == ir.STRAIGHT and instr.op_class in WARP_COLLECTIVES:
             return int(pcs[0])
         return pc
+
+
+def _until_sensitive(instrs) -> list:
+    ahead = [MAX_TURN] * (len(instrs) + 1)
+    for pc in range(len(instrs) - 1, -1, -1):
+        ahead[pc] = 0 if instrs[pc].op_class in ORDER_SENSITIVE else min(MAX_TURN, ahead[pc + 1] + 1)
+    return ahead
 
 
 def make_policy(schedule: str, seed: int = 0, *, arch: int = 90) -> Optional[object]:
