@@ -33,7 +33,7 @@ MAX_TURN = 32
 MEAN_TURN = 16
 #: with the warps' lowest groups at D distinct pcs, a turn is a catch-up turn with chance D / (D + CATCH_UP_WEIGHT):
 #: the further the warps have spread, the sooner the ones behind join the others
-CATCH_UP_WEIGHT = 1.5
+CATCH_UP_WEIGHT = 1
 #: the chance that a turn that is not a catch-up turn is one warp's alone
 SINGLE_WARP_TURNS = 0.15
 #: op classes whose order between warps can show in memory: a group of several warps splits at them
@@ -139,7 +139,7 @@ class RandomSchedule(_WarpPolicy):
         ready_pcs = lowest[ready]
         starts = np.flatnonzero(np.bincount(ready_pcs))
         if rng.random() * (len(starts) + CATCH_UP_WEIGHT) >= CATCH_UP_WEIGHT:
-            turn = self._catch_up_turn(rpc, int(starts[0]))
+            turn = self._catch_up_turn(batch, ready[ready_pcs == starts[0]], starts)
         else:
             warp = int(ready[rng.integers(len(ready))])
             if rng.random() < SINGLE_WARP_TURNS:
@@ -166,14 +166,19 @@ class RandomSchedule(_WarpPolicy):
         return pc, lanes[at], others, False
 
     @staticmethod
-    def _catch_up_turn(rpc: np.ndarray, pc: int):
+    def _catch_up_turn(batch, behind: np.ndarray, starts: np.ndarray):
         """Every thread at the batch's lowest pc (the machine's own choice): the warps left behind catch up with
-        the next group, which they join, so that the warps stay in a few groups that each run as one step."""
-        at = rpc == pc
-        if at.all():
+        the next group, which they join, so that the warps stay in a few groups that each run as one step.
+        behind: the warps whose lowest pc that is; starts: the warps' lowest pcs, ascending. The other warps'
+        threads sit at starts[1] or above, so only the lanes of these warps are looked at."""
+        pc = int(starts[0])
+        lanes = (behind[:, None] * 32 + _LANES).reshape(-1)
+        pcs = batch.rpc[lanes]
+        at = pcs == pc
+        others = min(int(starts[1]) if len(starts) > 1 else INF, int(np.min(pcs, where=~at, initial=INF)))
+        if len(lanes) == batch.n and others == INF and at.all():
             return pc, ALL, INF, False
-        others = int(np.min(rpc, where=~at, initial=INF))
-        return pc, np.flatnonzero(at), others, False
+        return pc, lanes[at], others, False
 
     def _split_by_warp(self, batch, pc: int, sel, others: int, rotating: bool):
         """At a store or an atomic, the group's warps would run in index order: a random share of them (one at
