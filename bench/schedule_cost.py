@@ -25,6 +25,7 @@ EXAMPLES = ROOT / "examples"
 BLOCKS = (8, 64, 196)
 MATMUL_GRIDS = {8: (8, 1), 64: (8, 8), 196: (14, 14)}
 MATMUL_INNER = 64
+HISTOGRAM_BYTES_PER_THREAD = 16
 
 
 def vecadd(blocks: int):
@@ -77,7 +78,21 @@ def collatz(blocks: int):
     return launch
 
 
-WORKLOADS = {"vecadd": vecadd, "matmul": matmul, "collatz": collatz}
+def histogram(blocks: int):
+    kernel = emulator.load(EXAMPLES / "histogram" / "histogram.ptx").kernel("histogram")
+    n = blocks * 256 * HISTOGRAM_BYTES_PER_THREAD
+    data = np.random.default_rng(4).integers(0, 256, n).astype(np.uint8)
+    want = np.bincount(data, minlength=256)
+
+    def launch(policy):
+        bins = np.zeros(256, np.uint32)
+        stats = kernel.launch(blocks, 256, [data, np.int32(n), bins], policy=policy)
+        assert np.array_equal(bins, want), "histogram: wrong result"
+        return stats
+    return launch
+
+
+WORKLOADS = {"vecadd": vecadd, "matmul": matmul, "collatz": collatz, "histogram": histogram}
 
 
 def measure(launch, repeat: int):

@@ -36,8 +36,10 @@ MEAN_TURN = 16
 CATCH_UP_WEIGHT = 1
 #: the chance that a turn that is not a catch-up turn is one warp's alone
 SINGLE_WARP_TURNS = 0.15
-#: op classes whose order between warps can show in memory: a group of several warps splits at them
+#: op classes whose order between warps can show in memory: a group of several warps splits at them, up to
+#: SPLITS_PER_STORE times in a row at one pc (each split costs a turn; the last remainder runs whole)
 ORDER_SENSITIVE = frozenset({"atom", "red", "st"})
+SPLITS_PER_STORE = 3
 _LANES = np.arange(32, dtype=np.int64)
 
 
@@ -57,6 +59,9 @@ class _WarpPolicy:
         self.backward = {}
         #: per pc, how many instructions on from it the next store or atomic is (in pc order, up to MAX_TURN)
         self.until_sensitive = _until_sensitive(batch.program.instrs)
+        #: the store or atomic where a group was split last, and how many times in a row
+        self.split_pc = None
+        self.splits = 0
 
     def select(self, batch):
         if self._batch is not batch:
@@ -183,12 +188,19 @@ class RandomSchedule(_WarpPolicy):
     def _split_by_warp(self, batch, pc: int, sel, others: int, rotating: bool):
         """At a store or an atomic, the group's warps would run in index order: a random share of them (one at
         least) runs that one instruction now, the others later, so that the order the warps reach memory in is
-        drawn too."""
+        drawn too. After SPLITS_PER_STORE splits in a row at one pc the next group to start there runs whole
+        (splitting every remainder again would take about log2(warps) turns for each store)."""
         lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else sel
-        warps = lanes >> 5
-        first = np.flatnonzero(np.diff(warps, prepend=-1))
+        first = np.flatnonzero(np.diff(lanes >> 5, prepend=-1))
         if len(first) == 1:
             return pc, sel, others, rotating
+        if self.split_pc == pc:
+            self.splits += 1
+            if self.splits > SPLITS_PER_STORE:
+                self.split_pc = None
+                return pc, sel, others, rotating
+        else:
+            self.split_pc, self.splits = pc, 1
         rng = self.rng
         keep = rng.random(len(first)) < rng.random()
         keep[rng.integers(len(first))] = True
