@@ -38,8 +38,8 @@ CATCH_UP_WEIGHT = 1
 SINGLE_WARP_TURNS = 0.15
 #: op classes whose order between warps can show in memory: a turn of several warps that starts at one splits,
 #: up to SPLITS_PER_STORE times in a row at one pc (each split costs a turn; the last remainder runs whole), and
-#: a turn of several warps stops before the next one with chance STOP_BEFORE_STORES (each stop costs a turn too:
-#: always stopping made a loop of shared atomics 4.5x lockstep's time, 2.2x with this chance)
+#: a turn of several warps stops before the next one with chance STOP_BEFORE_STORES (each stop costs a turn too;
+#: docs/performance.md measures both)
 ORDER_SENSITIVE = frozenset({"atom", "red", "st"})
 SPLITS_PER_STORE = 3
 STOP_BEFORE_STORES = 0.25
@@ -60,11 +60,6 @@ class _WarpPolicy:
         self.cursor = -1
         self.last_pc = {}
         self.backward = {}
-        #: per pc, how many instructions on from it the next store or atomic is (in pc order, up to MAX_TURN)
-        self.until_sensitive = _until_sensitive(batch.program.instrs)
-        #: the store or atomic where a group was split last, and how many times in a row
-        self.split_pc = None
-        self.splits = 0
 
     def select(self, batch):
         if self._batch is not batch:
@@ -133,6 +128,14 @@ class RandomSchedule(_WarpPolicy):
         self.seed = int(seed)
         self.independent_groups = independent_groups
         self.rng = np.random.default_rng(self.seed)
+
+    def _reset(self, batch) -> None:
+        super()._reset(batch)
+        #: per pc, how many instructions on from it the next store or atomic is (in pc order, up to MAX_TURN)
+        self.until_sensitive = _until_sensitive(batch.program.instrs)
+        #: the store or atomic where a group was split last, and how many times in a row
+        self.split_pc = None
+        self.splits = 0
 
     def select(self, batch):
         if self._batch is not batch:
@@ -227,6 +230,7 @@ class RandomSchedule(_WarpPolicy):
 
 
 def _until_sensitive(instrs) -> list:
+    """Per pc, the distance in pcs to the next ORDER_SENSITIVE instruction (0 at one), at most MAX_TURN."""
     ahead = [MAX_TURN] * (len(instrs) + 1)
     for pc in range(len(instrs) - 1, -1, -1):
         ahead[pc] = 0 if instrs[pc].op_class in ORDER_SENSITIVE else min(MAX_TURN, ahead[pc + 1] + 1)
