@@ -25,13 +25,14 @@ test: install
 test-slow: install
 	GPUEMU_SLOW_TESTS=1 $(PYTHON) -m pytest -q tests/test_cuda_programs.py -k thrust
 
-# the client integrations (Triton, CUDA C++ via NVRTC, numba.cuda) in a venv of their own with gpuemu's extras;
-# torch is the CPU build (the one `pip install torch==2.13.0` finds on this project's machines). numba.cuda's tests
-# run in a pytest of their own: `-p emulator.numba` puts gpuemu's libcuda.so.1 under numba before anything starts
+# the client integrations (Triton, CUDA C++ via NVRTC, numba.cuda, Dask for --cluster) in a venv of their own with
+# gpuemu's extras; torch is the CPU build (the one `pip install torch==2.13.0` finds on this project's machines).
+# numba.cuda's tests run in a pytest of their own: `-p emulator.numba` puts gpuemu's libcuda.so.1 under numba before
+# anything starts
 CLIENTS_VENV ?= build/clients-venv
 CLIENTS_TORCH ?= torch==2.13.0
-CLIENT_EXTRAS ?= test,triton,cuda,numba
-CLIENT_TESTS ?= tests/test_triton_backend.py tests/test_cuda_source.py
+CLIENT_EXTRAS ?= test,triton,cuda,numba,cluster
+CLIENT_TESTS ?= tests/test_triton_backend.py tests/test_cuda_source.py tests/test_cluster.py
 CLIENT_NUMBA_TESTS ?= tests/test_numba_client.py
 test-clients:
 	test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)

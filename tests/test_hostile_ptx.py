@@ -173,15 +173,47 @@ MBARRIER_DOUBLE_COUNT = FUZZED_HEADER + """.visible .entry k()
 }
 """
 
+WMMA_BF16_FROM_S8 = WMMA_NINE_DESTINATIONS.replace(
+    "s32.s8.s8.s32.satfinite {%r14, %r14,", "bf16.s8.s8.s32 {%r14,")
+
+VPRINTF_WITHOUT_ARGUMENTS = FUZZED_HEADER + """.extern .func (.param .b32 func_retval0) vprintf
+(
+    .param .b64 vprintf_param_0,
+    .param .b64 vprintf_param_1
+)
+;
+.visible .entry k()
+{
+    .reg .b32 %r<2>;
+    {
+    .param .b32 retval0;
+    call.uni (retval0), vprintf, ();
+    }
+    ret;
+}
+"""
+
+SHFL_INTO_SPECIAL_REGISTER = FUZZED_HEADER + """.visible .entry k()
+{
+    .reg .b32 %r<4>;
+    .reg .pred %p<2>;
+    mov.u32 %r1, 1;
+    shfl.sync.down.b32 %laneid|%p1, %r1, 1, 31, -1;
+    ret;
+}
+"""
+
 
 @pytest.mark.parametrize("text, line, message", [
     (ATOM_ADD_B16, 10, "atom.add is not defined for .b16"),
+    (WMMA_BF16_FROM_S8, 13, "wmma.mma with .s8 inputs accumulates in .s32, not .bf16/.s32"),
+    (VPRINTF_WITHOUT_ARGUMENTS, 15, "vprintf takes 2 arguments, not 0"),
+    (SHFL_INTO_SPECIAL_REGISTER, 9, "special register '%laneid' cannot be a destination"),
     (WMMA_NINE_DESTINATIONS, 13, "the d fragment of wmma.mma .m16n16k16 .s32 takes 8 registers, not 9"),
     (WMMA_LOAD_SHORT_FRAGMENT, 10, "a wmma .m8n32k16 a fragment of .bf16 takes 2 registers, not 1"),
     (MBARRIER_DOUBLE_COUNT, 11, "malformed operands"),
 ])
 def test_fuzzer_found_operand_forms_are_errors_at_their_line(text, line, message):
-    kernel = load(text).kernel("k")
     with pytest.raises(GpuemuError) as caught:
-        kernel.launch(1, 32, [np.zeros(256, np.int32)] if "wmma" in text else [])
+        load(text).kernel("k").launch(1, 32, [np.zeros(256, np.int32)] if "wmma" in text else [])
     assert f"<ptx>:{line}:" in str(caught.value) and message in str(caught.value)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import emulator
-from emulator.errors import LaunchError, UsageError
+from emulator.errors import LaunchError, PTXSemanticError, UsageError
 from emulator.runtime import budget
 from emulator.runtime.module import Device, Module
 
@@ -59,6 +59,16 @@ def test_thirty_one_gib_globals_are_refused_at_load_not_allocated():
                                           r"variables 30\.0 GiB\), more than the limit of 8\.0 GiB"):
         Module(text, "<ptx>", device)
     assert device.memory.bytes_in_use == 0
+
+
+@pytest.mark.parametrize("dims, size", [("[2147483648]", "2.0 GiB"), ("[4294967296][4294967296][4294967296]"
+                                                                     "[4294967296][4294967296]", "more than 2^64 bytes"),
+                                        ("[9999999999999999]" * 300, "more than 2^64 bytes")])
+def test_a_global_variable_over_its_limit_is_refused_at_its_line_with_its_size(dims, size):
+    text = f".version 8.0\n.target sm_90\n.address_size 64\n.global .b8 big{dims};\n.visible .entry k() {{ ret; }}\n"
+    with pytest.raises(PTXSemanticError) as caught:
+        Module(text, "<ptx>", Device(max_memory="8G"))
+    assert str(caught.value) == f"<ptx>:4:13: error: global variable 'big' of {size} is too large (at most 1.0 GiB)"
 
 
 def test_the_default_limit_is_a_share_of_what_is_available(monkeypatch):

@@ -24,18 +24,23 @@ MAIN = (KERNELS / "link_main.ptx").read_text()
 TWICE = (KERNELS / "link_twice.ptx").read_text()
 
 
-def test_linked_modules_resolve_the_extern_and_keep_each_internal_helper():
+@pytest.mark.parametrize("order", ["caller first", "definition first"])
+def test_linked_modules_resolve_the_extern_and_keep_each_internal_helper(order):
+    """With the defining module first, the caller's prototype follows the definition (numba links a .cu file
+    before the one that declares its function): the prototype must not hide the body."""
     x = np.linspace(-2, 2, 37).astype(np.float32)
     out = np.zeros_like(x)
-    emulator.load(link([MAIN, TWICE])).kernel("kern").launch(2, 32, [out, x, 37])
+    modules = [MAIN, TWICE] if order == "caller first" else [TWICE, MAIN]
+    emulator.load(link(modules)).kernel("kern").launch(2, 32, [out, x, 37])
     y = x + np.float32(1)
     assert np.array_equal(out, y * np.float32(3) - y)
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")
-def test_ptxas_accepts_the_linked_module(tmp_path):
+@pytest.mark.parametrize("modules", [[MAIN, TWICE], [TWICE, MAIN]])
+def test_ptxas_accepts_the_linked_module(tmp_path, modules):
     path = tmp_path / "linked.ptx"
-    path.write_text(link([MAIN, TWICE]))
+    path.write_text(link(modules))
     result = subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", str(tmp_path / "linked.cubin")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

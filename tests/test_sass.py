@@ -944,6 +944,15 @@ def test_unmangled_kernel_parameters_skip_the_padding_before_an_aligned_pointer(
     assert np.array_equal(histo, np.bincount(data, minlength=256))
 
 
+def test_a_constant_word_far_past_the_parameter_space_names_no_parameter():
+    # from the fuzzer (seed 4195235497): c[0x0][2^64-1] made the inference fill the gap up to it with parameters
+    listing = (ROOT / "tests" / "kernels" / "histogram_extern_c.sm_90.sass").read_text()
+    far = listing.replace("c[0x0][0x218]", "c[0x0][0xffffffffffffffff]", 1)
+    assert far != listing
+    kernel = emulator.load(far).kernel("histogram")
+    assert [(p.type, p.offset) for p in kernel.params] == [("u64", 0), ("u64", 8), ("u64", 16)]
+
+
 def test_mufu_gives_the_h100_bits_of_the_ptx_approx_instructions_it_compiles_from():
     # tests/kernels/mufu.sm_90.sass is ptxas 13.0's code for rcp/rsqrt/sqrt/ex2/lg2 .approx.ftz, tanh.approx and
     # sin.approx.ftz: one MUFU each (FMUL.RZ before SIN), so its results are the H100's for those instructions

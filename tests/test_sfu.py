@@ -166,3 +166,18 @@ def test_tables_are_small_and_say_which_card_and_driver_they_came_from():
     meta = json.loads((sfu.DATA / "meta.json").read_text())
     assert meta["machine"]["card"] == "NVIDIA H100 80GB HBM3"
     assert "580.159.04" in meta["machine"]["nvidia_smi"]
+
+
+#: sin of tinygrad's large-argument test values, from `DEV=CUDA:PTX python tools/tinygrad_sin_check.py` on the
+#: device machine's H200 (sm_90; tinygrad renders sin as sin.approx.f32)
+TINYGRAD_SIN_ARGUMENTS = c32(1e1, 1e2, 1e3, 1e4, 1e5, 1e6, -1e1, -1e2, -1e3, -1e4, -1e5, -1e6)
+TINYGRAD_SIN_ON_THE_GPU = [0xbf0b44ea, 0xbf01a1a1, 0x3f53a99a, 0xbe9c1fac, 0x3d2fdfc6, 0xbef15ae7,
+                           0x3f0b44ea, 0x3f01a1a1, 0xbf53a99a, 0x3e9c1fac, 0xbd2fdfc6, 0x3ef15ae7]
+
+
+def test_sin_approx_of_tinygrads_large_arguments_is_the_gpus_and_misses_its_tolerance_as_the_gpu_does():
+    values = UNARY["sin"](TINYGRAD_SIN_ARGUMENTS)
+    assert values.view(U32).tolist() == TINYGRAD_SIN_ON_THE_GPU
+    exact = np.sin(TINYGRAD_SIN_ARGUMENTS.astype(np.float64))
+    outside = ~np.isclose(values, exact, atol=3e-3, rtol=3e-3)
+    assert TINYGRAD_SIN_ARGUMENTS[outside].tolist() == [1e5, 1e6, -1e5, -1e6]

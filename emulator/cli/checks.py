@@ -1,18 +1,19 @@
-"""`gpuemu run --check ... --schedule ... --repeat N`: compute-sanitizer style checkers and schedule sweeps."""
+"""`gpuemu run --check ... --schedule ... --repeat N [--jobs N | --cluster ADDRESS]`: compute-sanitizer style checkers
+and schedule sweeps."""
 from __future__ import annotations
 
-import io
 import sys
 from typing import Dict, List, Optional
 
-import numpy as np
-
-from emulator.base.errors import DeviceError, UsageError
-from emulator.cli.common import Progress, RunFeature, prepare_launch
-from emulator.machine.policies import SCHEDULES, RandomSchedule, make_policy
+from emulator.base.errors import UsageError
+from emulator.base.sources import read_program
+from emulator.cli.common import Progress, RunFeature, cuda_compile_options, parse_dims, positive_int
+from emulator.frontend import cuda
+from emulator.machine.policies import SCHEDULES, make_policy
 from emulator.observers.checks import CHECKS, DEFAULT_MAX_ERRORS, CheckFailed, CheckSession, compare_outputs
 from emulator.runtime.launch import DEFAULT_ARCH, DEFAULT_MAX_STEPS, DEFAULT_SPIN_LIMIT
 from emulator.runtime.names import arch_number, plain_name
+from emulator.runtime.spec import default_arguments, parse_arg
 
 
 class ChecksFeature(RunFeature):
@@ -28,6 +29,14 @@ class ChecksFeature(RunFeature):
         group.add_argument("--repeat", type=int, default=0, metavar="N",
                            help="also run the launch under N random schedules (seeds SEED..SEED+N-1) and report "
                                 "whether the outputs differ")
+        group.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                           help="worker processes for --repeat's schedules (default: every core this process may use, "
+                                "when the schedules take long enough to pay for starting them; 1: in this process); "
+                                "the report is the same whatever N")
+        group.add_argument("--cluster", default=None, metavar="ADDRESS",
+                           help="run --repeat's schedules on the Dask distributed scheduler at ADDRESS "
+                                "(tcp://host:8786; needs pip install 'gpuemu[cluster]' here and gpuemu on the "
+                                "cluster's workers)")
         group.add_argument("--arch", default=None,
                            help="architecture to emulate: sm_70 and newer count barrier arrivals per thread, sm_60 "
                                 f"per warp (default {DEFAULT_ARCH}; a SASS listing runs as the architecture it was "
@@ -49,6 +58,8 @@ class ChecksFeature(RunFeature):
         module.device.arch = arch
         module.device.spin_limit = options.spin_limit
         checks = selected_checks(options)
+        if options.repeat:
+            options.repeat_job = launch_job(options, kernel)
         if not checks and not options.repeat:
             return None
         for index in options.uninitialized_arg:
@@ -68,7 +79,7 @@ class ChecksFeature(RunFeature):
             if observer.errors():
                 problems.append(f"{observer.errors()} error{'s' if observer.errors() != 1 else ''} found by --check")
         if options.repeat:
-            outcome = repeat_outputs(options)
+            outcome = repeat_outputs(options, options.repeat_job, jobs=repeat_jobs(options, stats))
             report["repeat"] = outcome
             sys.stderr.write(outcome["message"] + "\n")
             if not outcome["identical"]:
@@ -115,24 +126,53 @@ def _validate(options, kernel) -> int:
         raise UsageError("--repeat runs random schedules: add --schedule random")
     if options.uninitialized_arg and "init" not in selected_checks(options):
         raise UsageError("--uninitialized-arg is for --check init")
+    if (options.jobs is not None or options.cluster is not None) and not options.repeat:
+        raise UsageError(f"{'--jobs' if options.jobs is not None else '--cluster'} runs --repeat's schedules: "
+                         f"add --schedule random --repeat N")
+    if options.jobs is not None and options.cluster is not None:
+        raise UsageError("--jobs and --cluster: choose one (--cluster runs the schedules on the cluster's workers)")
+    if options.cluster is not None:
+        from emulator.cli.parallel import CLUSTER_EXTRA, cluster_available
+        if not cluster_available():
+            raise UsageError(f"--cluster needs Dask distributed, which is not installed: {CLUSTER_EXTRA}")
     return arch
 
 
-def repeat_outputs(options) -> Dict[str, object]:
-    """Run the launch under --repeat random schedules; which buffer arguments differ between them."""
+def launch_job(options, kernel):
+    """The launch --repeat runs again, as data read now, before the command's own launch changes its buffers."""
+    from emulator.cli.parallel import LaunchJob
+    if cuda.is_cuda_path(options.file):
+        text = cuda.compile_file(options.file, options=cuda_compile_options(options), arch=options.arch)
+        source_name = cuda.ptx_name(options.file)
+    else:
+        text, source_name = read_program(options.file), options.file
+    constants = tuple((name, parse_arg(spec)) for name, _, spec in (item.partition("=") for item in options.const))
+    grid, block = parse_dims(options.grid, "--grid"), parse_dims(options.block, "--block")
+    if options.arg or not kernel.params:
+        args = [parse_arg(spec, lazy=True, max_memory=options.max_memory) for spec in options.arg]
+    else:
+        args, _ = default_arguments(kernel.params, grid, block)
+    return LaunchJob(text=text, source_name=source_name, kernel=options.kernel, constants=constants, args=tuple(args),
+                     grid=grid, block=block, shared=options.shared, max_dynamic_shared=options.max_dynamic_shared,
+                     max_steps=options.max_steps or DEFAULT_MAX_STEPS, arch=arch_number(options.arch),
+                     spin_limit=options.spin_limit, backend=options.backend, max_memory=options.max_memory,
+                     contract=not options.no_contract)
+
+
+def repeat_jobs(options, stats) -> int:
+    """--jobs, else every core when the schedules would take longer (judged by the command's own launch) than
+    starting worker processes does, else 1."""
+    if options.jobs is not None:
+        return options.jobs
+    from emulator.cli.parallel import WORKER_START_SECONDS, available_cores
+    return available_cores() if stats.wall_seconds * options.repeat >= WORKER_START_SECONDS else 1
+
+
+def repeat_outputs(options, job, *, jobs: int = 1) -> Dict[str, object]:
+    """Run the launch under --repeat random schedules (in this process, over jobs worker processes, or on
+    --cluster); which buffer arguments differ between them."""
+    from emulator.cli.parallel import run_schedules
     seeds = list(range(options.seed, options.seed + options.repeat))
-    results = []
-    arch = arch_number(options.arch)
     with Progress("--repeat", "schedule", total=len(seeds), quiet=getattr(options, "quiet", False)) as progress:
-        for seed in seeds:
-            # the main run has printed the kernel's printf output; the schedules compared here keep theirs
-            module, kernel, args, grid, block = prepare_launch(options, stdout=io.StringIO())
-            try:
-                kernel.launch(grid, block, args, options.shared, max_steps=options.max_steps or DEFAULT_MAX_STEPS,
-                              max_dynamic_shared=options.max_dynamic_shared, arch=arch, spin_limit=options.spin_limit,
-                              policy=RandomSchedule(seed, independent_groups=arch >= 70), move_arguments=True)
-                results.append((seed, [(i, a) for i, a in enumerate(args) if isinstance(a, np.ndarray)], None))
-            except DeviceError as error:
-                results.append((seed, [], error.cuda_error))
-            progress.advance()
+        results = run_schedules(job, seeds, jobs=jobs, cluster=options.cluster, advance=progress.advance)
     return compare_outputs(results)

@@ -14,7 +14,7 @@ from typing import Callable, List, Optional, Tuple
 #: the files of --out that gpuemu names itself (and so may remove when they belong to an earlier run)
 ARG_FILE = re.compile(r"^arg\d+\.npy$")
 TEMP_SUFFIX = ".gpuemu-tmp"
-_DEFERRED = (signal.SIGINT, signal.SIGTERM)
+DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Terminated(BaseException):
@@ -63,7 +63,7 @@ class RunOutputs:
     def commit(self) -> List[str]:
         """Remove --out's argK.npy of earlier runs that this run does not replace, then rename every staged file into
         place, with Ctrl-C and SIGTERM held back until all are in place; returns the final paths."""
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, DEFERRED_SIGNALS)
         try:
             finals = {os.path.abspath(final) for _, final in self.staged}
             self._remove_stale(keep=finals)
@@ -81,7 +81,7 @@ class RunOutputs:
         argK.npy of earlier runs, so that nothing of this run and nothing it would have replaced is left."""
         if self.committed:
             return
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, DEFERRED_SIGNALS)
         try:
             kept = {os.path.abspath(path) for path in keep}
             for temp, final in self.staged:

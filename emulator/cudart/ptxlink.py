@@ -5,7 +5,8 @@ Each module is split into its top-level statements. The result has one header (t
 .target, .address_size 64), then every module's statements in order, with:
   * every module's variables (and .file directives) first, so a variable is defined before any function uses it;
   * `.extern` declarations of a variable that a module defines dropped, those of a function kept as its prototype
-    (with the definition's linkage: a call needs a prototype before it), repeated ones kept once;
+    (with the definition's linkage: a call needs a prototype before it) unless the definition came before them
+    (ptxas calls that a duplicate definition), repeated ones kept once;
   * a `.weak` definition kept once (the first), a second `.visible` definition of one name refused;
   * a name with internal linkage (no .visible/.weak/.extern) renamed in its module (`name` → `name$m2`) where
     another module defines it visibly or weakly, or an earlier one defines it too: each module keeps its own;
@@ -135,7 +136,7 @@ def link(modules: Sequence[str]) -> str:
     targets = [s.text for statements in parsed for s in statements if s.kind == "header" and s.name == "target"]
     out = [".version %d.%d" % max(versions) if versions else ".version 8.0", targets[0] if targets else ".target sm_90",
            ".address_size 64", ""]
-    seen_externs, kept_weak, file_base = set(), set(), 0
+    seen_externs, kept_weak, emitted, file_base = set(), set(), set(), 0
     body: List[str] = []
     for number, statements in enumerate(parsed):
         renames = {name: f"{name}$m{number + 1}" for name, found in owners.items()
@@ -150,7 +151,7 @@ def link(modules: Sequence[str]) -> str:
             text = statement.text
             if statement.linkage == "extern" and statement.name is not None:
                 resolved = statement.name in defined or statement.name in weak
-                if statement.kind == "variable" and resolved or statement.name in seen_externs:
+                if statement.kind == "variable" and resolved or statement.name in seen_externs | emitted:
                     continue
                 seen_externs.add(statement.name)
                 if resolved:  # a call needs the prototype before it: kept, with the definition's linkage
@@ -163,6 +164,8 @@ def link(modules: Sequence[str]) -> str:
                 text = re.sub(rf"(?<![\w$%]){re.escape(name)}(?![\w$])", renamed, text)
             if file_base:
                 text = re.sub(r"(\.(?:file|loc)\s+)(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + file_base}", text)
+            if statement.kind == "function" and statement.defines and statement.linkage in ("visible", "weak"):
+                emitted.add(statement.name)
             (out if statement.kind in ("variable", "file") else body).append(text)
         file_base += max(files, default=0)
     return "\n".join(out + body) + "\n"

@@ -37,6 +37,10 @@ def stack_window_bytes(program: ir.Program, stack_bytes: int) -> int:
     return (stack_bytes // max(cheapest, 1) + 1) * largest + 16
 
 
+#: the arguments a built-in reads: vprintf(format, argument buffer); __assertfail(message, file, line, ...)
+BUILTIN_ARGUMENTS = {"vprintf": 2, "__assertfail": 3}
+
+
 class Calls:
     """call/ret between .func functions (a per-thread return stack, parameters copied through local memory)
     and the built-in functions PTX calls: vprintf, __assertfail, malloc and free.
@@ -65,6 +69,9 @@ class Calls:
         site: ir.CallSite = instr.operands[0]
         guard = batch.guard_reader(instr)
         if site.callee in ("vprintf", "__assertfail", "malloc", "free"):
+            least = BUILTIN_ARGUMENTS.get(site.callee, 0)
+            if len(site.arguments) < least:
+                raise batch.lowering_error(instr, f"{site.callee} takes {least} arguments, not {len(site.arguments)}")
             builtin = {"vprintf": self._vprintf, "__assertfail": self._assertfail,
                        "malloc": self._malloc, "free": self._free}[site.callee]
 

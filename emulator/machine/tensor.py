@@ -381,6 +381,11 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
     if len(decoded.types) == 4:
         input_kind = decoded.types[1]
     m, n, k = WMMA_SHAPES[shape]
+    integer_inputs = input_kind in ("s8", "u8", "s4", "u4", "b1")
+    accumulators = ("s32",) if integer_inputs else ("f64",) if input_kind == "f64" else ("f16", "f32")
+    if dtype not in accumulators or ctype not in accumulators:
+        raise batch.lowering_error(instr, f"wmma.mma with .{input_kind} inputs accumulates in "
+                                          f"{' or '.join('.' + kind for kind in accumulators)}, not .{dtype}/.{ctype}")
     d_ref, a_ref, b_ref, c_ref = instr.operands
     regs = lambda ref: ref.items if isinstance(ref, ir.VecRef) else (ref,)
     word = lambda kind: "b64" if kind == "f64" else "b32"

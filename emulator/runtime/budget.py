@@ -36,7 +36,9 @@ def parse_size(text: str) -> int:
 
 
 def format_size(nbytes: int) -> str:
-    """1536 → '1.5 KiB'; 3_000_000_000 → '2.8 GiB'."""
+    """1536 → '1.5 KiB'; 3_000_000_000 → '2.8 GiB'; anything from 2^64 bytes on → 'more than 2^64 bytes'."""
+    if nbytes >= 1 << 64:
+        return "more than 2^64 bytes"
     value = float(nbytes)
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
         if value < 1024 or unit == "TiB":

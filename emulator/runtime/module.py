@@ -115,7 +115,7 @@ class Module:
         if offset > CONST_BANK_LIMIT:
             decl = const_decls[-1]
             raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
-                                   f"{offset} bytes of __constant__ data exceed the {CONST_BANK_LIMIT}-byte bank")
+                                   f"{budget.format_size(offset)} of __constant__ data exceed the {CONST_BANK_LIMIT}-byte bank")
         self.const_base = memory.alloc(self.const_size, kind="const", name="__constant__")
         memory.write(self.const_base, np.zeros(self.const_size, dtype=np.uint8))
         for decl in self.syntax.variables:
@@ -141,7 +141,8 @@ class Module:
         if too_large:
             decl, size = too_large[0]
             raise PTXSemanticError(self.source_name, decl.pos.line, decl.pos.col,
-                                   f"global variable '{decl.name}' of {size} bytes is too large")
+                                   f"global variable '{decl.name}' of {budget.format_size(size)} is too large "
+                                   f"(at most {budget.format_size(GLOBAL_VARIABLE_LIMIT)})")
         total = sum(size + 256 + max(variable_align(d), 16) for d, size in
                     zip((d for d in self.syntax.variables if d.space == "global"), sizes))
         budget.check({f"{len(sizes)} .global variables": total, "the __constant__ bank": CONST_BANK_LIMIT},

@@ -667,8 +667,12 @@ class KernelLowering:
         if isinstance(operand, S.NotReg):
             return ir.NotRef(self._reg_operand(operand.name, syntax, scope))
         if isinstance(operand, S.PredPair):
-            second = None if operand.second == "_" else self._reg_operand(operand.second, syntax, scope)
-            return ir.PredPairRef(self._reg_operand(operand.first, syntax, scope), second)
+            pair = [self._reg_operand(operand.first, syntax, scope),
+                    None if operand.second == "_" else self._reg_operand(operand.second, syntax, scope)]
+            for name, ref in zip((operand.first, operand.second), pair):
+                if ref is not None and not isinstance(ref, ir.RegRef):
+                    raise self.error(syntax.pos, f"special register '{name}' cannot be a destination")
+            return ir.PredPairRef(*pair)
         if isinstance(operand, S.Imm):
             return ir.ImmRef(operand.kind, operand.value)
         if isinstance(operand, S.Sink):

@@ -25,6 +25,9 @@ from emulator.frontend.sass.vocabulary import _PRED, MEMORY, NO_OPS
 from emulator.ir.sass import Immediate, Value
 from isa.sass import lookup
 
+#: the most bytes of kernel parameters CUDA passes (12.1 and later); constant words past them name no parameter
+PARAMETER_BYTES = 32764
+
 
 class _Lowering(OperandLowering, ControlLowering, DataLowering):
     """One function of a listing lowered: the instructions in order, expansions, then the program."""
@@ -229,7 +232,7 @@ class _Lowering(OperandLowering, ControlLowering, DataLowering):
         word's alignment padding, as in (const char*, int, unsigned*)); unread trailing parameters stay unknown."""
         seen = {}
         for offset, size in self.const_reads:
-            if offset >= self.arch.param_offset:
+            if self.arch.param_offset <= offset < self.arch.param_offset + PARAMETER_BYTES:
                 seen[offset] = max(seen.get(offset, 0), size)
         types = []
         end = self.arch.param_offset

@@ -1,0 +1,74 @@
+"""--cluster: --repeat's schedules on a Dask distributed cluster (a LocalCluster this module starts) give the report,
+outputs and exit status of --jobs 1, and a fault or error there reads as in this process."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from emulator.base.errors import LaunchError  # noqa: E402
+from emulator.cli import main, parallel  # noqa: E402
+from emulator.cli.parallel import LaunchJob, RemoteError, run_schedules  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKS = ROOT / "tests" / "kernels" / "checks.ptx"
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """Two worker processes of one thread each, on this machine: the address --cluster takes."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                  scheduler_port=0) as cluster:
+        yield cluster.scheduler_address
+
+
+def gpuemu(*args):
+    return subprocess.run([sys.executable, "-m", "emulator", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_schedules_on_the_cluster_give_the_report_outputs_and_status_of_one_process(tmp_path, scheduler):
+    values = np.zeros(128, np.float32)
+    values[[0, 32, 64]] = [1e8, 1.0, -1e8]  # f32: 1e8 + 1 is 1e8, so the order of the adds decides 1 or 0
+    np.save(tmp_path / "f.npy", values)
+    command = ["run", CHECKS, "--kernel", "float_atomic_sum", "--grid", "1", "--block", "128", "--schedule", "random",
+               "--repeat", "6", "--arg", f"@{tmp_path / 'f.npy'}", "--arg", "zeros:f32:1", "--quiet"]
+    here = gpuemu(*command, "--jobs", "1", "--out", tmp_path / "here")
+    there = gpuemu(*command, "--cluster", scheduler, "--out", tmp_path / "there")
+    assert here.returncode == there.returncode == 1 and here.stderr == there.stderr
+    assert "outputs differ between schedules (2 distinct results over seeds 0-5)" in there.stderr
+    assert (tmp_path / "here" / "arg1.npy").read_bytes() == (tmp_path / "there" / "arg1.npy").read_bytes()
+
+
+def oob_job(**changes) -> LaunchJob:
+    """oob_write over 2 x 64 threads into 100 ints: threads 100..127 write past the buffer under every schedule."""
+    fields = dict(text=CHECKS.read_text(), source_name=str(CHECKS), kernel="oob_write", constants=(),
+                  args=(np.zeros(100, np.int32), np.int32(100)), grid=(2, 1, 1), block=(64, 1, 1), shared=0,
+                  max_dynamic_shared=None, max_steps=10 ** 6, arch=90, spin_limit=100_000, backend="auto",
+                  max_memory=None, contract=True)
+    fields.update(changes)
+    return LaunchJob(**fields)
+
+
+def test_a_fault_and_an_error_on_the_cluster_read_as_in_this_process(scheduler):
+    seeds = [3, 4, 5]
+    assert run_schedules(oob_job(), seeds, jobs=1, cluster=scheduler) == \
+        [(seed, [], "CUDA_ERROR_ILLEGAL_ADDRESS") for seed in seeds]
+    with pytest.raises(LaunchError) as here:
+        run_schedules(oob_job(max_memory=1000), seeds, jobs=1)
+    with pytest.raises(RemoteError) as there:
+        run_schedules(oob_job(max_memory=1000), seeds, jobs=1, cluster=scheduler)
+    assert str(there.value) == str(here.value) and there.value.exit_status == here.value.exit_status == 3
+
+
+def test_an_address_with_no_scheduler_is_a_one_line_error(capsys, monkeypatch):
+    monkeypatch.setattr(parallel, "CONNECT_SECONDS", 1)
+    status = main(["run", str(CHECKS), "--kernel", "int_atomic_sum", "--grid", "1", "--block", "32", "--arg",
+                   "zeros:i32:32", "--arg", "zeros:i32:1", "--schedule", "random", "--repeat", "2",
+                   "--cluster", "tcp://127.0.0.1:9", "--quiet"])
+    error = capsys.readouterr().err
+    assert status == 2 and len(error.strip().splitlines()) == 1, error
+    assert "--cluster tcp://127.0.0.1:9: cannot reach a Dask scheduler there" in error
