@@ -2,7 +2,7 @@
 PYTHON ?= python3
 STAMP := build/.installed
 
-.PHONY: install demo test test-slow test-clients fuzz bench bench-stats bench-memory coverage clean
+.PHONY: install demo test test-slow test-clients fuzz bench bench-stats bench-memory bench-schedule bench-cli coverage clean
 
 $(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/_core.h emulator/memory/build_core.py \
 		emulator/accel/_arith.c emulator/accel/build_arith.py
@@ -50,12 +50,19 @@ fuzz: install
 
 bench: install
 	$(PYTHON) bench/run.py
+	$(PYTHON) bench/schedule_cost.py
 
 bench-stats: install
 	$(PYTHON) bench/stats_cost.py
 
 bench-memory: install
 	$(PYTHON) bench/memory_peak.py
+
+bench-schedule: install
+	$(PYTHON) bench/schedule_cost.py
+
+bench-cli: install
+	$(PYTHON) bench/cli_overhead.py
 
 coverage:
 	$(PYTHON) -m emulator isa --markdown > docs/COVERAGE.md

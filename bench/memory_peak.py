@@ -2,7 +2,9 @@
 
 Each case runs in a child process whose parent reads the child's ru_maxrss; the run's own footprint (the same
 command with a 32-element buffer) is subtracted. Cases: `gpuemu run` with the buffer from an .npy file and as
-zeros:, and Kernel.launch from Python (the caller's array stays, so about 2x is the floor there).
+zeros:, and Kernel.launch from Python (the caller's array stays, so about 2x is the floor there). Last, the whole
+peak of `gpuemu run` on examples/vecadd with 2^--vecadd-log2 elements (two .npy inputs, a zeros: output), nothing
+subtracted, as a multiple of its three arrays (issue 17's goal: at most 1.5x).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALE = ROOT / "tests" / "kernels" / "scale.ptx"
+VECADD = ROOT / "examples" / "vecadd" / "vecadd.ptx"
 MEASURE = """
 import resource, subprocess, sys
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
@@ -45,6 +48,7 @@ def cli(buffer: str, out: Path):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gib", type=float, default=2.0, help="the buffer's size in GiB (default 2)")
+    parser.add_argument("--vecadd-log2", type=int, default=24, help="log2 of vecadd's length (default 24)")
     options = parser.parse_args()
     n = int(options.gib * (1 << 30)) // 4
     data = n * 4
@@ -65,7 +69,25 @@ def main() -> int:
             base, top = peak(small), peak(large)
             print(f"{name:40s} peak RSS {top / (1 << 30):6.2f} GiB, {(top - base) / data:4.2f} x the buffer "
                   f"(footprint without it {base / (1 << 20):.0f} MiB)")
+        for name in ("big.npy", "small.npy"):
+            (directory / name).unlink()
+        vecadd_peak(directory, options.vecadd_log2)
     return 0
+
+
+def vecadd_peak(directory: Path, log2: int) -> None:
+    """The whole peak RSS of `gpuemu run` on vecadd of 2^log2 floats against its three arrays."""
+    n = 1 << log2
+    rng = np.random.default_rng(0)
+    for name in ("a.npy", "b.npy"):
+        np.save(directory / name, rng.standard_normal(n).astype(np.float32))
+    command = [sys.executable, "-m", "emulator", "run", VECADD, "--kernel", "vecadd", "--grid", n // 256, "--block",
+               256, "--arg", f"@{directory / 'a.npy'}", "--arg", f"@{directory / 'b.npy'}", "--arg", f"zeros:f32:{n}",
+               "--arg", f"i32:{n}", "--quiet", "--out", directory / "vecadd"]
+    data = 3 * 4 * n
+    top = peak(command)
+    print(f"{'gpuemu run vecadd 2^' + str(log2):40s} peak RSS {top / (1 << 20):6.0f} MiB, {top / data:4.2f} x its "
+          f"three arrays ({data / (1 << 20):.0f} MiB)")
 
 
 if __name__ == "__main__":

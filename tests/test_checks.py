@@ -322,6 +322,82 @@ def test_float_atomics_depend_on_the_warp_order(module):
     assert not outcome["identical"] and outcome["distinct_results"] == 2
 
 
+def test_random_schedules_reorder_far_apart_warps_of_a_large_grid(module):
+    # as above, over 64 blocks: warps 0, 100 and 200 add 1e8, 1 and -1e8, every other lane 0; the sum is 1 only
+    # when warp 100 adds after both others, which index order (lockstep, or warps run together) never gives
+    values = np.zeros(64 * 128, np.float32)
+    values[[0, 100 * 32, 200 * 32]] = [1e8, 1.0, -1e8]
+    kernel = module.kernel("float_atomic_sum")
+
+    def total(policy):
+        result = np.zeros(1, np.float32)
+        stats = kernel.launch(64, 128, [values, result], policy=policy)
+        return float(result[0]), stats.steps
+    assert total(None)[0] == 0.0
+    runs = {seed: total(RandomSchedule(seed)) for seed in range(40)}
+    assert {result for result, _ in runs.values()} == {0.0, 1.0}
+    assert all(total(RandomSchedule(seed)) == runs[seed] for seed in (0, 1, 2))
+
+
+LAST_WRITER = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry last_writer(.param .u64 out)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  shr.u32 %r2, %r1, 5;
+  st.global.u32 [%rd2], %r2;
+  ret;
+}
+"""
+
+
+def test_random_schedules_draw_which_warp_of_a_block_stores_last():
+    # every thread stores its warp number to one word: the last warp to store wins. Warps that reach the store
+    # together run in index order (lockstep's answer is always warp 7); random schedules let any warp be last
+    kernel = emulator.load(LAST_WRITER).kernel("last_writer")
+    out = np.zeros(1, np.uint32)
+    kernel.launch(1, 256, [out])
+    assert out[0] == 7
+    winners = []
+    for seed in range(40):
+        out = np.zeros(1, np.uint32)
+        kernel.launch(1, 256, [out], policy=RandomSchedule(seed))
+        winners.append(int(out[0]))
+    counts = np.bincount(winners, minlength=8)
+    assert len(counts) == 8 and np.count_nonzero(counts) >= 6 and counts[7] < len(winners), counts
+
+
+def test_random_schedule_runs_many_warps_per_scheduler_step_on_a_large_grid():
+    # one warp-instruction per scheduler step made a random schedule's cost per instruction grow with the grid
+    kernel = emulator.load(ROOT / "examples" / "vecadd" / "vecadd.ptx").kernel("vecadd")
+    n = 196 * 256
+    a, b = np.arange(n, dtype=np.float32), np.full(n, 0.5, np.float32)
+    lockstep = kernel.launch(196, 256, [a, b, np.zeros(n, np.float32), np.int32(n)])
+    for seed in range(5):
+        c = np.zeros(n, np.float32)
+        stats = kernel.launch(196, 256, [a, b, c, np.int32(n)], policy=RandomSchedule(seed))
+        assert np.array_equal(c, a + b)
+        assert stats.warp_instructions == lockstep.warp_instructions and stats.steps * 8 <= stats.warp_instructions, seed
+
+
+def test_random_turns_of_several_instructions_keep_shuffles_and_intra_warp_locks_correct():
+    machine = emulator.load(ROOT / "tests" / "kernels" / "machine.ptx")
+    data = np.arange(1024, dtype=np.int32)
+    for seed in range(8):
+        out = np.zeros(32, np.int32)
+        machine.kernel("shfl_reduce").launch(8, 128, [data, out], policy=RandomSchedule(seed))
+        assert np.array_equal(out, data.reshape(32, 32).sum(axis=1)), seed
+        lock, counter, order = np.zeros(1, np.int32), np.zeros(1, np.int32), np.full(32, -1, np.int32)
+        machine.kernel("warp_spinlock").launch(1, 32, [lock, counter, order], policy=RandomSchedule(seed))
+        assert counter[0] == 32 and sorted(order) == list(range(32)), seed
+
+
 # ---- command line ----
 
 def run_cli(*args):

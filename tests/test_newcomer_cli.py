@@ -36,6 +36,19 @@ def test_version_is_the_installed_one():
     assert result.returncode == 0 and result.stdout.strip() == f"gpuemu {version('gpuemu')}"
 
 
+def test_a_plain_ptx_run_imports_no_sass_parser_progress_bar_package_metadata_or_unused_observer(tmp_path):
+    # each costs a short run milliseconds before the launch; a run that does not ask for them does not import them
+    # (lark itself may load: PTX that is not in the parse cache yet is parsed with it)
+    script = ("import sys; from emulator.cli import main; status = main(sys.argv[1:]); "
+              "print(sorted(m for m in ('tqdm', 'importlib.metadata', 'emulator.observers.trace', "
+              "'emulator.observers.stats', 'emulator.frontend.sass.parse') if m in sys.modules)); sys.exit(status)")
+    result = subprocess.run([sys.executable, "-c", script, *VECADD_ARGS, "--arg", "i32:1000", "--out", tmp_path,
+                             "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    assert np.array_equal(np.load(tmp_path / "arg2.npy"), np.load(VECADD / "expected" / "vecadd_small" / "arg2.npy"))
+
+
 def test_a_run_ends_with_a_summary_of_the_launch_and_where_its_outputs_went(tmp_path):
     out, report = tmp_path / "out", tmp_path / "stats.json"
     result = gpuemu(*VECADD_ARGS, "--arg", "i32:1000", "--out", out, "--json", report)

@@ -6,6 +6,7 @@ are RunFeature objects listed in emulator.cli.run.FEATURES.
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import signal
@@ -29,7 +30,7 @@ COMMANDS = {"run": "emulator.cli.run", "isa": "emulator.cli.isa", "profile": "em
 def build_parser(command: Optional[str] = None) -> UsageParser:
     """The parser; given the command the user typed, only that subcommand's module is imported."""
     parser = UsageParser(prog="gpuemu", description="Run CUDA PTX kernels on the CPU, instruction by instruction.")
-    parser.add_argument("--version", action="version", version=f"gpuemu {version()}")
+    parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
     chosen = [command] if command in COMMANDS else list(COMMANDS)
     for name in chosen:
@@ -100,6 +101,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _main(argv)
     finally:
         sys.stdout = stdout
+
+
+class VersionAction(argparse.Action):
+    """--version: print `gpuemu VERSION` and exit, looking the version up only then (importlib.metadata costs a
+    run that does not ask about 10 ms)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show gpuemu's version and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"gpuemu {version()}")
+        parser.exit()
 
 
 def version() -> str:

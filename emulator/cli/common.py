@@ -170,16 +170,19 @@ class Progress:
 
     def __init__(self, description: str, unit: str, *, total: Optional[int] = None, stream=None,
                  quiet: bool = False, delay: Optional[float] = None):
-        from tqdm import tqdm
         stream = stream if stream is not None else sys.stderr
         self.delay = self.DELAY if delay is None else delay
         self.started = time.monotonic()
-        self.bar = tqdm(total=total, desc=description, unit=unit, file=stream, leave=False, dynamic_ncols=True,
-                        delay=self.delay, disable=quiet or not is_terminal(stream), unit_scale=False,
-                        mininterval=0.2)
+        self.bar = None
+        if not quiet and is_terminal(stream):
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, desc=description, unit=unit, file=stream, leave=False, dynamic_ncols=True,
+                            delay=self.delay, unit_scale=False, mininterval=0.2)
 
     def __call__(self, done: int, total: int) -> None:
         """Launch.run's progress callback: done of total."""
+        if self.bar is None:
+            return
         changed = self.bar.total != total
         self.bar.total = total
         self.bar.update(done - self.bar.n)
@@ -187,10 +190,12 @@ class Progress:
             self.bar.refresh()
 
     def advance(self, count: int = 1) -> None:
-        self.bar.update(count)
+        if self.bar is not None:
+            self.bar.update(count)
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
 
     def __enter__(self) -> "Progress":
         return self

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from emulator.cli.common import RunFeature
-from emulator.observers.stats import MemoryStats, format_table, launch_title
 from emulator.runtime.names import plain_name
+
+if TYPE_CHECKING:
+    from emulator.observers.stats import MemoryStats
 
 
 class StatsFeature(RunFeature):
@@ -22,10 +24,12 @@ class StatsFeature(RunFeature):
     def observer_for(self, options, module, kernel) -> Optional[MemoryStats]:
         if not (getattr(options, "stats", False) or getattr(options, "bank_mode", None)):
             return None
+        from emulator.observers.stats import MemoryStats
         return MemoryStats(options.bank_mode or 4)
 
 
     def after_run(self, options, observer: MemoryStats, stats, report) -> None:
+        from emulator.observers.stats import format_table, launch_title
         counters = observer.kernel_counters()
         report.update(counters)
         if options.json:

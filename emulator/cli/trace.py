@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from emulator.base.errors import UsageError
 from emulator.base.sources import read_program
 from emulator.cli.common import RunFeature
-from emulator.observers.trace import TraceFilter, TraceWriter, diff_traces, trace_header
+
+if TYPE_CHECKING:
+    from emulator.observers.trace import TraceWriter
 
 
 class TraceFeature(RunFeature):
@@ -24,6 +26,7 @@ class TraceFeature(RunFeature):
             if options.trace_filter:
                 raise UsageError("--trace-filter needs --trace FILE")
             return None
+        from emulator.observers.trace import TraceFilter, TraceWriter, trace_header
         trace_filter = TraceFilter(options.trace_filter)
         text = read_program(options.file)
         header = trace_header(options.file, text, args=options.arg, schedule=getattr(options, "schedule", "lockstep"),
@@ -58,6 +61,7 @@ def _missing_action(parser) -> int:
 
 
 def command_diff(options) -> int:
+    from emulator.observers.trace import diff_traces
     if options.context < 0:
         raise UsageError("--context must not be negative")
     for path in (options.a, options.b):

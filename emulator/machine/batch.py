@@ -103,7 +103,6 @@ class Batch:
         self._specials = {}
         self.rotation_cursor = -1
         self.policy = policy
-        self.turn_limit = getattr(policy, "turn_limit", None)
         self.uniform = uniform
         self.uniform_values = {index: self.regs[index].dtype.type(0) for index in self.uniform}
         self.addressing = Addressing(config)
@@ -268,14 +267,16 @@ class Batch:
         backward = 0
         max_steps = self.max_steps
         turn = 0
-        turn_limit = self.turn_limit
+        turn_limit = getattr(self.policy, "turn_limit", None)
         spin_limit = self.spin_limit
-        fast = (observer is None or not observer.per_instruction) and turn_limit is None
+        fast = observer is None or not observer.per_instruction
         straight_run = self.straight_run
         while True:
             if fast and straight_run[pc] > 1:
                 end = min(pc + straight_run[pc], others)
-                if self.steps + (end - pc) <= max_steps:
+                if turn_limit is not None:
+                    end = min(end, pc + turn_limit - turn)
+                if end > pc and self.steps + (end - pc) <= max_steps:
                     for index in range(pc, end):
                         self.steps += 1
                         execs[index](sel)
@@ -285,7 +286,8 @@ class Batch:
                     if observer is not None:
                         observer.steps(self, pc, end, sel, warps, lanes)
                     pc = end
-                    if pc >= others:
+                    turn += count
+                    if pc >= others or (turn_limit is not None and turn >= turn_limit):
                         self.rpc[sel] = pc
                         return
             instr = instrs[pc]

@@ -1,9 +1,15 @@
-"""Scheduling policies for `Kernel.launch(policy=...)`: which ready warp, and which of its divergent groups, runs next.
+"""Scheduling policies for `Kernel.launch(policy=...)`: which ready warps, and which of their divergent groups, run next.
 
 The machine's own choice (no policy, `lockstep`) runs every thread that sits at the lowest pc of the
-batch at once. The policies here run one warp at a time for one instruction (`turn_limit = 1`):
-`RoundRobin` takes the warps in turn, `RandomSchedule` draws the warp (and, under independent thread
-scheduling, the divergent group) from a seeded generator, so that the same seed gives the same run.
+batch at once. `RoundRobin` takes the warps in turn, one instruction each (`turn_limit = 1`).
+`RandomSchedule` draws every turn from a seeded generator, so that the same seed gives the same run. A turn
+runs a random number of instructions (`turn_limit`, set per turn) for one random warp (under independent
+thread scheduling, one random divergent group of it), for a random share of the warps whose lowest group
+sits at one pc, or for the threads at the batch's lowest pc, which catch up with those ahead of them. Warps
+at one pc run as one numpy step, which is the run of those warps one after the other in index order; so that
+the order in which they reach memory is drawn too, a group of several warps stops before a store or an atomic,
+and a random share of its warps runs that instruction first (often, not always: each split costs a turn).
+Warps seldom spread over more than a few pcs, so a launch takes about as many turns however large its grid.
 `select(batch)` returns what `Batch._select` returns: (pc, lane selection, pc at which the group must
 stop to let sibling lanes catch up, whether it is a rotation turn), or None when nothing can run.
 """
@@ -15,11 +21,29 @@ import numpy as np
 
 from emulator import ir
 from emulator.machine.batch import SPIN_ROTATE
+from emulator.machine.lanes import ALL
 from emulator.machine.states import INF
 
 SCHEDULES = ("lockstep", "round-robin", "random")
 #: op classes that wait for the lanes of their member mask: the lowest group runs first to let lanes join
 WARP_COLLECTIVES = frozenset({"shfl", "vote", "match", "redux", "elect", "bar", "activemask"})
+#: a random schedule's turns: at most MAX_TURN instructions (below SPIN_ROTATE, so that a turn never ends in the
+#: machine's own rotation), MEAN_TURN on average before that cap
+MAX_TURN = 32
+MEAN_TURN = 16
+#: with the warps' lowest groups at D distinct pcs, a turn is a catch-up turn with chance D / (D + CATCH_UP_WEIGHT):
+#: the further the warps have spread, the sooner the ones behind join the others
+CATCH_UP_WEIGHT = 1
+#: the chance that a turn that is not a catch-up turn is one warp's alone
+SINGLE_WARP_TURNS = 0.15
+#: op classes whose order between warps can show in memory: a turn of several warps that starts at one splits,
+#: up to SPLITS_PER_STORE times in a row at one pc (each split costs a turn; the last remainder runs whole), and
+#: a turn of several warps stops before the next one with chance STOP_BEFORE_STORES (each stop costs a turn too;
+#: docs/performance.md measures both)
+ORDER_SENSITIVE = frozenset({"atom", "red", "st"})
+SPLITS_PER_STORE = 3
+STOP_BEFORE_STORES = 0.25
+_LANES = np.arange(32, dtype=np.int64)
 
 
 class _WarpPolicy:
@@ -28,22 +52,26 @@ class _WarpPolicy:
     turn_limit = 1
 
     def __init__(self):
-        self._batch_id = None
+        #: the batch the per-warp state belongs to (held, so that a later batch cannot take its id and its state)
+        self._batch = None
 
     def _reset(self, batch) -> None:
-        self._batch_id = id(batch)
+        self._batch = batch
         self.cursor = -1
         self.last_pc = {}
         self.backward = {}
 
     def select(self, batch):
-        if self._batch_id != id(batch):
+        if self._batch is not batch:
             self._reset(batch)
         lowest = batch.rpc.reshape(-1, 32).min(axis=1)
         ready = np.flatnonzero(lowest != INF)
         if len(ready) == 0:
             return None
-        warp = self.next_warp(ready)
+        return self._warp_turn(batch, self.next_warp(ready))
+
+    def _warp_turn(self, batch, warp: int):
+        """One group of one warp: the group policy's choice among its pcs, rotated away from a spinning group."""
         lanes = batch.rpc[warp * 32:warp * 32 + 32]
         pcs = np.unique(lanes[lanes != INF])
         pc = self.group_pc(batch, pcs)
@@ -86,14 +114,106 @@ class RoundRobin(_WarpPolicy):
 
 
 class RandomSchedule(_WarpPolicy):
-    """A seeded random ready warp runs one instruction; under independent thread scheduling (sm_70+)
-    a random divergent group of it, except that a warp-collective waits for the lanes below it."""
+    """Seeded random turns of a geometric number of instructions (1 to MAX_TURN; a turn ends sooner at a barrier,
+    at an exit or where lanes of its warps wait to reconverge). A turn is a catch-up turn (every thread at the
+    batch's lowest pc, until it reaches the next group) more often the further the warps have spread; otherwise
+    it draws a ready warp, and SINGLE_WARP_TURNS of those turns are that warp's alone: under independent thread
+    scheduling (sm_70+) a random divergent group of it, except that a warp-collective waits for the lanes below
+    it. The rest take a random share of the warps whose lowest group sits at the drawn warp's lowest pc, the
+    drawn warp included. A turn of several warps may end before a store or an atomic (STOP_BEFORE_STORES); a turn
+    that starts at one runs it for a random share of its warps."""
 
     def __init__(self, seed: int, *, independent_groups: bool = True):
         super().__init__()
         self.seed = int(seed)
         self.independent_groups = independent_groups
         self.rng = np.random.default_rng(self.seed)
+
+    def _reset(self, batch) -> None:
+        super()._reset(batch)
+        #: per pc, how many instructions on from it the next store or atomic is (in pc order, up to MAX_TURN)
+        self.until_sensitive = _until_sensitive(batch.program.instrs)
+        #: the store or atomic where a group was split last, and how many times in a row
+        self.split_pc = None
+        self.splits = 0
+
+    def select(self, batch):
+        if self._batch is not batch:
+            self._reset(batch)
+        rpc = batch.rpc
+        lowest = rpc.reshape(-1, 32).min(axis=1)
+        ready = np.flatnonzero(lowest != INF)
+        if len(ready) == 0:
+            return None
+        rng = self.rng
+        self.turn_limit = min(MAX_TURN, int(rng.geometric(1 / MEAN_TURN)))
+        ready_pcs = lowest[ready]
+        starts = np.flatnonzero(np.bincount(ready_pcs))
+        if rng.random() * (len(starts) + CATCH_UP_WEIGHT) >= CATCH_UP_WEIGHT:
+            turn = self._catch_up_turn(batch, ready[ready_pcs == starts[0]], starts)
+        else:
+            warp = int(ready[rng.integers(len(ready))])
+            if rng.random() < SINGLE_WARP_TURNS:
+                return self._warp_turn(batch, warp)
+            turn = self._share_turn(rpc, lowest, ready, ready_pcs, warp)
+        ahead = self.until_sensitive[turn[0]]
+        if ahead == 0:
+            return self._split_by_warp(batch, *turn)
+        if rng.random() < STOP_BEFORE_STORES:
+            self.turn_limit = min(self.turn_limit, ahead)
+        return turn
+
+    def _share_turn(self, rpc, lowest, ready, ready_pcs, warp: int):
+        """A random share of the warps whose lowest group sits at warp's lowest pc, warp included."""
+        pc = int(lowest[warp])
+        peers = ready[ready_pcs == pc]
+        if len(peers) > 1:
+            keep = self.rng.random(len(peers)) < self.rng.random()
+            keep[np.searchsorted(peers, warp)] = True
+            peers = peers[keep]
+        lanes = (peers[:, None] * 32 + _LANES).reshape(-1)
+        pcs = rpc[lanes]
+        at = pcs == pc
+        others = int(np.min(pcs, where=~at, initial=INF))
+        return pc, lanes[at], others, False
+
+    @staticmethod
+    def _catch_up_turn(batch, behind: np.ndarray, starts: np.ndarray):
+        """Every thread at the batch's lowest pc (the machine's own choice): the warps left behind catch up with
+        the next group, which they join, so that the warps stay in a few groups that each run as one step.
+        behind: the warps whose lowest pc that is; starts: the warps' lowest pcs, ascending. The other warps'
+        threads sit at starts[1] or above, so only the lanes of these warps are looked at."""
+        pc = int(starts[0])
+        lanes = (behind[:, None] * 32 + _LANES).reshape(-1)
+        pcs = batch.rpc[lanes]
+        at = pcs == pc
+        others = min(int(starts[1]) if len(starts) > 1 else INF, int(np.min(pcs, where=~at, initial=INF)))
+        if len(lanes) == batch.n and others == INF and at.all():
+            return pc, ALL, INF, False
+        return pc, lanes[at], others, False
+
+    def _split_by_warp(self, batch, pc: int, sel, others: int, rotating: bool):
+        """At a store or an atomic, the group's warps would run in index order: a random share of them (one at
+        least) runs that one instruction now, the others later, so that the order the warps reach memory in is
+        drawn too. After SPLITS_PER_STORE splits in a row at one pc the next group to start there runs whole
+        (splitting every remainder again would take about log2(warps) turns for each store)."""
+        lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else sel
+        first = np.flatnonzero(np.diff(lanes >> 5, prepend=-1))
+        if len(first) == 1:
+            return pc, sel, others, rotating
+        if self.split_pc == pc:
+            self.splits += 1
+            if self.splits > SPLITS_PER_STORE:
+                self.split_pc = None
+                return pc, sel, others, rotating
+        else:
+            self.split_pc, self.splits = pc, 1
+        rng = self.rng
+        keep = rng.random(len(first)) < rng.random()
+        keep[rng.integers(len(first))] = True
+        chosen = np.repeat(keep, np.diff(first, append=len(lanes)))
+        self.turn_limit = 1
+        return pc, lanes[chosen], others, rotating
 
     def next_warp(self, ready: np.ndarray) -> int:
         return int(ready[self.rng.integers(len(ready))])
@@ -107,6 +227,14 @@ class RandomSchedule(_WarpPolicy):
         if instr.control == ir.STRAIGHT and instr.op_class in WARP_COLLECTIVES:
             return int(pcs[0])
         return pc
+
+
+def _until_sensitive(instrs) -> list:
+    """Per pc, the distance in pcs to the next ORDER_SENSITIVE instruction (0 at one), at most MAX_TURN."""
+    ahead = [MAX_TURN] * (len(instrs) + 1)
+    for pc in range(len(instrs) - 1, -1, -1):
+        ahead[pc] = 0 if instrs[pc].op_class in ORDER_SENSITIVE else min(MAX_TURN, ahead[pc + 1] + 1)
+    return ahead
 
 
 def make_policy(schedule: str, seed: int = 0, *, arch: int = 90) -> Optional[object]:

@@ -138,7 +138,7 @@ class HostRegion:
 
 
 #: bytes copied to or from the device at a time (what a copy holds twice at most)
-COPY_CHUNK = 32 << 20
+COPY_CHUNK = 4 << 20
 
 
 def _flat_bytes(array: np.ndarray):

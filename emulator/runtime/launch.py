@@ -31,7 +31,7 @@ PARAM_LIMIT = 32764
 CONST_BANK_LIMIT = 64 * 1024
 GLOBAL_VARIABLE_LIMIT = 1 << 30
 DEFAULT_MAX_STEPS = 20_000_000
-DEFAULT_BATCH_BYTES = 32 * 1024 * 1024
+DEFAULT_BATCH_BYTES = 16 * 1024 * 1024
 DEFAULT_ARCH = "sm_90"
 #: loop iterations (backward branches) between two looks for a batch that no longer changes at all
 DEFAULT_SPIN_LIMIT = 10_000

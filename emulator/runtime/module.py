@@ -17,8 +17,6 @@ from emulator.frontend.ptx import syntax as S
 from emulator.frontend.ptx.cache import parse_cached
 from emulator.frontend.ptx.lower import function_symbols, immediate_problem, lower_kernel, variable_align, variable_size
 from emulator.frontend.sass import looks_like_sass
-from emulator.frontend.sass.lower import lower_function
-from emulator.frontend.sass.parse import parse_listing
 from emulator.frontend.sass.program import SassProgram
 from emulator.machine.calls import DEFAULT_STACK_BYTES
 from emulator.machine.operands import immediate
@@ -337,6 +335,7 @@ class SassModule(Module):
     """A cuobjdump -sass listing (one or more `Function :` sections) loaded into a device."""
 
     def __init__(self, text: str, source_name: str = "<sass>", device: Optional[Device] = None):
+        from emulator.frontend.sass.parse import parse_listing  # lark: only a listing pays for importing it
         self.source_name = "<sass>" if source_name == "<ptx>" else source_name
         self.listing = parse_listing(text, self.source_name)
         self.syntax = None
@@ -353,6 +352,7 @@ class SassModule(Module):
 
     def program(self, name: str) -> SassProgram:
         if name not in self._programs:
+            from emulator.frontend.sass.lower import lower_function
             function = next(f for f in self.listing.functions if f.name == name)
             self._programs[name] = lower_function(self.listing, function, self.source_name)
         return self._programs[name]
