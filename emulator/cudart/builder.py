@@ -107,7 +107,6 @@ def _types() -> str:
 
 
 BOOT = r"""
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
