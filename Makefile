@@ -34,12 +34,17 @@ CLIENTS_TORCH ?= torch==2.13.0
 CLIENT_EXTRAS ?= test,triton,cuda,numba,cluster
 CLIENT_TESTS ?= tests/test_triton_backend.py tests/test_cuda_source.py tests/test_cluster.py
 CLIENT_NUMBA_TESTS ?= tests/test_numba_client.py
+# CuPy 12.3 pins numpy<1.29, so it gets a venv of its own
+CUPY_VENV ?= build/cupy-venv
 test-clients:
 	test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
 	$(CLIENTS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "$(CLIENTS_TORCH)"
 	$(CLIENTS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$(CLIENT_EXTRAS)]"
 	TRITON_DEFAULT_FP_FUSION=1 $(CLIENTS_VENV)/bin/python -m pytest -q $(CLIENT_TESTS)
 	$(CLIENTS_VENV)/bin/python -m pytest -q -p emulator.numba $(CLIENT_NUMBA_TESTS)
+	test -x $(CUPY_VENV)/bin/python || $(PYTHON) -m venv $(CUPY_VENV)
+	$(CUPY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,cupy]"
+	$(CUPY_VENV)/bin/python -m pytest -q tests/test_cupy_client.py
 
 # a longer fuzzing run: N API mutants and N/10 CLI ones (make fuzz N=100000 SEED=42 JOBS=8)
 N ?= 20000

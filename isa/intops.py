@@ -93,6 +93,15 @@ def _low_mask(count, dtype):
     return np.where(count == 0, udtype.type(0), all_ones >> shift.astype(udtype)).astype(udtype)
 
 
+def _set_bit_count(unsigned_bits):
+    """Number of set bits of each element (np.bitwise_count where numpy has it: 2.0 and later)."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(unsigned_bits)
+    values = np.asarray(unsigned_bits)
+    octets = np.ascontiguousarray(values.reshape(-1)).view(np.uint8).reshape(values.shape + (values.dtype.itemsize,))
+    return np.unpackbits(octets, axis=-1).sum(axis=-1)
+
+
 def _bit_length(unsigned_bits):
     """Position of the highest set bit plus one (0 for 0), vectorised by halving."""
     width = _width(unsigned_bits.dtype)
@@ -485,7 +494,7 @@ def madc(a, b, c, carry_in, *, hi, ty):
 def popc(a):
     """popc: number of set bits, as uint32."""
     a = np.asarray(a)
-    return np.bitwise_count(_bits(a, a.dtype)).astype(_U32)
+    return _set_bit_count(_bits(a, a.dtype)).astype(_U32)
 
 
 @_silent

@@ -53,18 +53,23 @@ def bind(ffi, lib, implementation: str, library_name: str) -> None:
             os._exit(error.exit_status)
         return 1
 
+    status, status_name, reason = (module.not_supported(library_name) if hasattr(module, "not_supported")
+                                   else (codes.NOT_SUPPORTED, module.NOT_SUPPORTED_NAME, ""))
+
     @ffi.def_extern(name="py_gpuemu_missing")
     def missing(name):
         text = ffi.string(name).decode()
         state = context.get()
         if text not in state.reported_missing:
             state.reported_missing.add(text)
-            state.say(f"{text} is not implemented by gpuemu's {library_name}: it returns {module.NOT_SUPPORTED_NAME} "
-                      f"(801)")
-        state.last_error = codes.NOT_SUPPORTED
-        return codes.NOT_SUPPORTED
+            state.say(f"{text} is not implemented by gpuemu's {library_name}: it returns {status_name} "
+                      f"({status}){reason}")
+        if status == codes.NOT_SUPPORTED:
+            state.last_error = codes.NOT_SUPPORTED
+        return status
 
-    for name, (function, kind) in module.IMPLEMENTATIONS.items():
+    overrides = module.implementations_for(library_name) if hasattr(module, "implementations_for") else {}
+    for name, (function, kind) in {**module.IMPLEMENTATIONS, **overrides}.items():
         ffi.def_extern(name="py_" + name)(_guarded(name, function, kind, module))
 
 

@@ -71,6 +71,9 @@ class Library:
     version_node: str = ""
     #: give the C code gpuemu_lookup(name): every exported function by name (for cuGetProcAddress)
     proc_table: bool = False
+    #: prototype name → C statements its wrapper runs instead of failing when gpuemu is not running (the function
+    #: must still answer: cuGetErrorName while the host's Python finalises)
+    fallbacks: Tuple[Tuple[str, str], ...] = ()
 
     def read_prototypes(self) -> List[Prototype]:
         prototypes = []
@@ -104,6 +107,7 @@ def _types() -> str:
 
 
 BOOT = r"""
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,6 +121,11 @@ static void gpuemu_start(void)
     if (!Py_IsInitialized()) {
         PyConfig config;
         PyStatus status;
+        Dl_info python_library;
+        /* a program that dlopens this library (NVIDIA's static runtime loads libcuda.so.1 so) gets Python's
+           symbols local to it, where Python's own extension modules (cffi's backend) cannot find them */
+        if (dladdr((void *)Py_IsInitialized, &python_library) && python_library.dli_fname != NULL)
+            dlopen(python_library.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
         PyConfig_InitPythonConfig(&config);
         config.install_signal_handlers = 0;
         config.parse_argv = 0;
@@ -160,6 +169,13 @@ static int gpuemu_ready(void)
     return gpuemu_state == 1 && Py_IsInitialized();
 }
 
+/* the host process's Python has finalised (or is finalising) after gpuemu started in it: module teardown and C++
+   destructors at exit still free what they hold */
+static int gpuemu_finalised(void)
+{
+    return gpuemu_state == 1 && !Py_IsInitialized();
+}
+
 static int gpuemu_missing(const char *name)
 {
     if (gpuemu_ready())
@@ -196,16 +212,17 @@ def generate(library: Library) -> Tuple[str, str, List[str]]:
     forward = ["static int py_gpuemu_start(int owns_python);", "static int py_gpuemu_missing(const char *name);"]
     forward += [f"static {p.declaration('py_' + p.name)};" for p in prototypes]
     source = [_types(), *forward, BOOT.replace("NOT_SUPPORTED_CODE", str(NOT_SUPPORTED)), library.c_source]
+    fallbacks = dict(library.fallbacks)
     for prototype in prototypes:
         cdef.append(f'extern "Python" {prototype.declaration("py_" + prototype.name)};')
-        source.append(_wrapper(prototype, prototype.name))
+        source.append(_wrapper(prototype, prototype.name, fallbacks.get(prototype.name)))
     stubs = []
     for name in library.exported_names():
         if name in implemented or name in defined_in_c:
             continue
         base = next((name[:-len(s)] for s in FORWARDED_SUFFIXES if name.endswith(s)), None)
         if base in implemented:
-            source.append(_wrapper(implemented[base], name))
+            source.append(_wrapper(implemented[base], name, fallbacks.get(base)))
             continue
         stubs.append(name)
         source.append(f'int {name}(void) {{ return gpuemu_missing("{name}"); }}')
@@ -224,11 +241,22 @@ def generate(library: Library) -> Tuple[str, str, List[str]]:
     return "\n".join(cdef), "\n".join(source), stubs
 
 
-def _wrapper(prototype: Prototype, exported_name: str) -> str:
+#: what a function that releases something returns once the host's Python has finalised: success, as CUDA's does
+#: at exit (the emulated device goes with the process); any other call gets DEINITIALIZED / cudaErrorCudartUnloading
+RELEASES = re.compile(r"Free|Unload|Destroy|Release|Unregister|Reset")
+DEINITIALIZED = 4
+
+
+def _wrapper(prototype: Prototype, exported_name: str, fallback: Optional[str] = None) -> str:
     call = f"py_{prototype.name}({', '.join(prototype.argument_names)})"
     failure = prototype.failure()
     if failure is None:
         body = f"if (gpuemu_ready()) {call};"
+    elif fallback is not None:
+        body = f"if (!gpuemu_ready()) {{ {fallback} }} return {call};"
+    elif failure == str(NOT_INITIALIZED):
+        at_exit = 0 if RELEASES.search(prototype.name) else DEINITIALIZED
+        body = (f"if (!gpuemu_ready()) return gpuemu_finalised() ? {at_exit} : {failure}; return {call};")
     else:
         body = f"if (!gpuemu_ready()) return {failure}; return {call};"
     return f"__attribute__((visibility(\"default\"))) {prototype.declaration(exported_name)} {{ {body} }}"
@@ -288,7 +316,7 @@ def build(library: Library, directory: str, *, verbose: bool = False) -> str:
         ffi.set_source(library.module_name, source, define_macros=defines, extra_compile_args=["-w"],
                        extra_link_args=[f"-Wl,-soname,{library.filename}",
                                         f"-Wl,-rpath,{sysconfig.get_config_var('LIBDIR') or ''}",
-                                        f"-Wl,--version-script={script}", "-lpthread", *library.extra_link_args])
+                                        f"-Wl,--version-script={script}", "-lpthread", "-ldl", *library.extra_link_args])
         ffi.embedding_init_code(init_code(library))
         built = ffi.compile(tmpdir=scratch, target=library.filename, verbose=verbose)
         target = os.path.join(directory, library.filename)

@@ -37,6 +37,7 @@ CUresult cuModuleLoadData(void **module, const void *image);
 CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned int numOptions, int *options, void **optionValues);
 CUresult cuModuleLoadFatBinary(void **module, const void *fatCubin);
 CUresult cuModuleUnload(void *hmod);
+CUresult cuModuleGetLoadingMode(int *mode);
 CUresult cuModuleGetFunction(void **hfunc, void *hmod, const char *name);
 CUresult cuModuleGetGlobal_v2(unsigned long long *dptr, size_t *bytes, void *hmod, const char *name);
 CUresult cuFuncGetAttribute(int *pi, int attrib, void *hfunc);

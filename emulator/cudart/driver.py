@@ -173,6 +173,12 @@ def cuCtxDestroy_v2(handle):
 
 
 @IMPLEMENTATIONS.query
+def cuModuleGetLoadingMode(mode):
+    """Eager (CU_MODULE_EAGER_LOADING, 1): gpuemu prepares a module's functions when it is loaded."""
+    mode[0] = 1
+
+
+@IMPLEMENTATIONS.query
 def cuCtxGetCurrent(cell):
     cell[0] = ffi.cast("void *", _state["current"][-1] if _state["current"] else 0)
 

@@ -13,7 +13,7 @@ from ..errors import GpuemuError, UsageError
 from . import builder
 
 PACKAGE_LIBS = os.path.join(builder.HERE, "lib")
-INPUTS = ("builder.py", "libraries.py", "cuda_types.h", "runtime.h", "driver.h", "ocelot.h")
+INPUTS = ("builder.py", "libraries.py", "cuda_types.h", "runtime.h", "driver.h", "ocelot.h", "unsupported.h")
 
 
 def build_key() -> str:

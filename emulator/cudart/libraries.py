@@ -64,6 +64,12 @@ CUDART12 = replace(CUDART, filename="libcudart.so.12", links=(), module_name="_g
 
 
 
+def _error_texts() -> str:
+    """C rows {code, driver name, meaning} of every error gpuemu returns (cuGetErrorName/String without Python)."""
+    from . import codes
+    return ",\n".join(f'    {{{code}, "{name}", "{codes.meaning(code)}"}}' for code, name in sorted(codes.DRIVER_NAMES.items()))
+
+
 def _versioned_names() -> str:
     """C rows {plain name, the name CUDA 13's header maps it to}: cuMemAlloc → cuMemAlloc_v2."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exports", "libcuda.so.1.versions.txt")
@@ -124,6 +130,47 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, un
     return found ? 0 : 500;
 }
 
+static const struct { int code; const char *name; const char *meaning; } gpuemu_error_texts[] = {
+ERROR_TEXTS
+};
+
+/* cuGetErrorName/String once the host's Python has finalised: CuPy words the error of a module unloaded at exit */
+static CUresult gpuemu_error_text(CUresult error, const char **text, int name)
+{
+    size_t i;
+    for (i = 0; i < sizeof gpuemu_error_texts / sizeof gpuemu_error_texts[0]; i++)
+        if (gpuemu_error_texts[i].code == error) {
+            *text = name ? gpuemu_error_texts[i].name : gpuemu_error_texts[i].meaning;
+            return 0;
+        }
+    *text = NULL;
+    return 1;
+}
+
+/* NVIDIA's private driver tables, asked for by a statically linked CUDA runtime (nvcc's default, CuPy's wheels from
+   13.0): gpuemu serves none of them. The runtime's first request is for its CUDART_INTERFACE table; NVRTC asks for
+   another and goes on without it, so only the runtime's request is worth a line. */
+static const unsigned char gpuemu_cudart_interface_id[16] = {
+    0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9};
+static int gpuemu_static_runtime_reported = 0;
+
+__attribute__((visibility("default")))
+CUresult cuGetExportTable(const void **table, const void *id)
+{
+    if (table == NULL || id == NULL)
+        return 1;
+    *table = NULL;
+    if (memcmp(id, gpuemu_cudart_interface_id, 16) == 0 && !gpuemu_static_runtime_reported) {
+        gpuemu_static_runtime_reported = 1;
+        fflush(stdout);
+        fprintf(stderr, "gpuemu: this program links NVIDIA's CUDA runtime statically (nvcc's default; CuPy's wheels "
+                        "from 13.0), which needs the driver's private tables (cuGetExportTable) that gpuemu does not "
+                        "provide: build it with nvcc -cudart shared (CuPy: cupy-cuda12x 12.3.0), see "
+                        "docs/cuda-programs.md\n");
+    }
+    return 801;
+}
+
 __attribute__((visibility("default")))
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, unsigned long long flags)
 {
@@ -138,9 +185,11 @@ CUDA = Library(
     prototypes="driver.h",
     implementation="emulator.cudart.driver",
     exports=("libcuda.so.1.txt",),
-    c_source=CUDA_C.replace("VERSIONS", _versioned_names()),
-    c_defines=("cuGetProcAddress", "cuGetProcAddress_v2"),
+    c_source=CUDA_C.replace("VERSIONS", _versioned_names()).replace("ERROR_TEXTS", _error_texts()),
+    c_defines=("cuGetProcAddress", "cuGetProcAddress_v2", "cuGetExportTable"),
     proc_table=True,
+    fallbacks=(("cuGetErrorName", "if (pStr == NULL) return 1; return gpuemu_error_text(error, pStr, 1);"),
+               ("cuGetErrorString", "if (pStr == NULL) return 1; return gpuemu_error_text(error, pStr, 0);")),
 )
 
 #: GPUOcelot's ptx_run, which tinygrad's mock CUDA and NV devices load (c.DLL("ocelot", "gpuocelot"))
@@ -151,4 +200,35 @@ OCELOT = Library(
     implementation="emulator.cudart.ocelot",
 )
 
-LIBRARIES = [CUDART, CUDART12, CUDA, OCELOT]
+#: cuSPARSE's two functions that return a string rather than a status (CuPy calls them to word a failure)
+CUSPARSE_C = r"""
+__attribute__((visibility("default")))
+const char *cusparseGetErrorName(int status)
+{
+    return status == 10 ? "CUSPARSE_STATUS_NOT_SUPPORTED" : "CUSPARSE_STATUS_UNKNOWN";
+}
+
+__attribute__((visibility("default")))
+const char *cusparseGetErrorString(int status)
+{
+    return status == 10 ? "operation not supported (gpuemu runs kernels, not cuSPARSE)" : "unknown status";
+}
+"""
+
+
+def _math_library(filename: str, module_name: str, **extra) -> Library:
+    """A stand-in for one of NVIDIA's math libraries: its exports, each returning the library's 'not supported'."""
+    return Library(filename=filename, module_name=module_name, prototypes="unsupported.h",
+                   implementation="emulator.cudart.unsupported", exports=(filename + ".txt",), **extra)
+
+
+MATH_LIBRARIES = [
+    _math_library("libcublas.so.12", "_gpuemu_cublas12"),
+    _math_library("libcusolver.so.11", "_gpuemu_cusolver11"),
+    _math_library("libcusparse.so.12", "_gpuemu_cusparse12", c_source=CUSPARSE_C,
+                  c_defines=("cusparseGetErrorName", "cusparseGetErrorString")),
+    _math_library("libcufft.so.11", "_gpuemu_cufft11"),
+    _math_library("libcurand.so.10", "_gpuemu_curand10"),
+]
+
+LIBRARIES = [CUDART, CUDART12, CUDA, OCELOT, *MATH_LIBRARIES]

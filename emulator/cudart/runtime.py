@@ -13,6 +13,9 @@ from .codes import CudaError
 IMPLEMENTATIONS = Implementations()
 NOT_SUPPORTED_NAME = "cudaErrorNotSupported"
 RUNTIME_VERSION = 13000
+#: what libcudart.so.12 reports: the runtime that programs built with CUDA 12 shipped with (CuPy 12 picks its bundled
+#: CUDA headers by the major version)
+RUNTIME_VERSION_12 = 12090
 DRIVER_VERSION = 13000
 STREAM_LEGACY, STREAM_PER_THREAD = 1, 2
 CUDA_HOST_ALLOC_MAPPED = 2
@@ -443,6 +446,16 @@ def cudaDriverGetVersion(version):
 @IMPLEMENTATIONS.query
 def cudaRuntimeGetVersion(version):
     version[0] = RUNTIME_VERSION
+
+
+def implementations_for(library_name: str) -> dict:
+    """What a library answers differently from IMPLEMENTATIONS: libcudart.so.12 is CUDA 12's runtime."""
+    if library_name != "libcudart.so.12":
+        return {}
+
+    def cudaRuntimeGetVersion(version):
+        version[0] = RUNTIME_VERSION_12
+    return {"cudaRuntimeGetVersion": (cudaRuntimeGetVersion, "query")}
 
 
 @IMPLEMENTATIONS.error
