@@ -26,6 +26,9 @@ Outcome = Tuple[int, List[Tuple[int, np.ndarray]], Optional[str]]
 #: below this many seconds of expected work, starting worker processes costs more than it saves
 WORKER_START_SECONDS = 0.5
 
+#: how long an interrupted or broken pool of workers may take to close before the command goes on without it
+SHUTDOWN_SECONDS = 5
+
 #: how long --cluster waits for its scheduler to answer
 CONNECT_SECONDS = 20
 
@@ -200,21 +203,26 @@ def _in_worker_processes(job: LaunchJob, seeds: Sequence[int], workers: int, adv
             by_seed[futures[future]] = future.result()
             advance()
     except BrokenProcessPool:
-        _stop_workers(executor)
+        _abandon(executor)
         raise WorkerLost() from None
     except BaseException:
-        _stop_workers(executor)
+        _abandon(executor)
         raise
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+    executor.shutdown(wait=True)
     return [by_seed[seed] for seed in seeds]
 
 
-def _stop_workers(executor: ProcessPoolExecutor) -> None:
-    """End the worker processes now, mid-launch (shutdown alone would wait for their current schedules)."""
+def _abandon(executor: ProcessPoolExecutor) -> None:
+    """End the worker processes now, mid-launch (shutdown alone would wait for their current schedules), then let the
+    pool close for at most SHUTDOWN_SECONDS: closing a pool whose workers were just ended can block for good (its
+    manager thread may be writing to a queue no worker reads), and the command must still end."""
     for process in list((getattr(executor, "_processes", None) or {}).values()):
         if process.is_alive():
             process.terminate()
+    closing = threading.Thread(target=executor.shutdown, kwargs={"wait": True, "cancel_futures": True},
+                               name="gpuemu-pool-close", daemon=True)
+    closing.start()
+    closing.join(SHUTDOWN_SECONDS)
 
 
 def cluster_available() -> bool:
