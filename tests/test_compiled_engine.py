@@ -265,6 +265,20 @@ def test_setp_unordered_and_ordered_comparisons_with_nan():
         _check(select.replace("{cmp}", cmp), "f32", a, b, expect, out_ty="u32")
 
 
+def test_ftz_flushes_subnormal_operands_and_results_tiny_after_rounding():
+    tiny = 2.0 ** -130
+    a = np.array([tiny, 1.0, -tiny, 0.0, 0.0], dtype=np.float32)
+    b = np.array([1.0, tiny, 0.0, 0.0, 0.0], dtype=np.float32)
+    a.view(np.uint32)[3:] = [0x3F7FFFFF, 0x3F7FFFFE]
+    b.view(np.uint32)[3:] = [0x00800000, 0x00800001]
+    # the last two from the H100: 0x3F7FFFFF * 0x00800000 flushes, 0x3F7FFFFE * 0x00800001 keeps the smallest normal
+    _check("mul.rn.ftz.f32 {d}, {a}, {b};", "f32", a, b, [0, 0, 0x80000000, 0, 0x00800000])
+    _check("add.ftz.f32 {d}, {a}, {b};", "f32", a, b, [_f32(1.0), _f32(1.0), 0,
+                                                        _f32(float(np.float32(a[3]) + np.float32(b[3]))),
+                                                        _f32(float(np.float32(a[4]) + np.float32(b[4])))])
+    _check("min.ftz.f32 {d}, {a}, {b};", "f32", a, b, [0, 0, 0x80000000, 0x00800000, 0x00800001])
+
+
 def test_compiled_engine_is_refused_clearly_without_the_c_memory_core():
     module = Module(KERNEL.format(width=4, ty="u32", out_ty="u32", a="%r2", b="%r3", d="%r4",
                                   body="add.u32 %r4, %r2, %r3;"), "k.ptx", Device(backend="numpy"))

@@ -278,6 +278,15 @@ class Batch:
         straight_run = self.straight_run
         compiled = self.compiled
         while True:
+            if compiled is not None and not rotating and fast:
+                looped = compiled.loop(pc, sel, others, backward, SPIN_ROTATE)
+                if looped is not None:
+                    pc, sel, others, backward = looped
+                    lanes = count_of(sel, self.n)
+                    warps = self._warps_in(sel)
+                    if pc >= others:
+                        self.rpc[sel] = pc
+                        return
             if fast and straight_run[pc] > 1:
                 end = min(pc + straight_run[pc], others)
                 if self.steps + (end - pc) <= max_steps:

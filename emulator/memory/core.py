@@ -64,14 +64,14 @@ class CCore:
         return struct
 
     def state(self, layout: Layout):
-        """(address of the C memory struct for layout, address of gm_load, address of gm_store) for generated code
-        that calls the core directly (emulator.machine.codegen)."""
+        """(addresses of the C memory struct for layout, of gm_load, gm_store and gm_atomic) for generated code that
+        calls the core directly (emulator.machine.codegen)."""
         ffi, lib = self._ffi, self._lib
         struct = self._memory(layout)
         if self._state_of is not struct:
             self._state_of = struct
-            self._state = (int(ffi.cast("uintptr_t", struct)), int(ffi.cast("uintptr_t", ffi.addressof(lib, "gm_load"))),
-                           int(ffi.cast("uintptr_t", ffi.addressof(lib, "gm_store"))))
+            self._state = tuple(int(ffi.cast("uintptr_t", pointer)) for pointer in (
+                struct, ffi.addressof(lib, "gm_load"), ffi.addressof(lib, "gm_store"), ffi.addressof(lib, "gm_atomic")))
         return self._state
 
     def _threads(self, threads):
@@ -403,7 +403,7 @@ class Memory:
         return old.view(dtype)
 
     def core_state(self):
-        """The C core's (memory struct, gm_load, gm_store) addresses for the current layout, or None on the numpy
+        """The C core's (memory struct, gm_load, gm_store, gm_atomic) addresses for the current layout, or None on the numpy
         core; valid until the next allocation or set_windows."""
         if self.backend != "c":
             return None

@@ -19,6 +19,7 @@ from emulator.machine.codegen.build import CompileError, build_module, compiler
 from emulator.machine.codegen.emit import Generated, generate
 from emulator.machine.lanes import ALL
 from emulator.machine.specials import special_value
+from emulator.machine.states import INF
 
 ENGINES = ("auto", "compiled", "interpreter")
 #: under "auto", how much interpreted work a program may do before it is compiled: scheduler steps weigh this many
@@ -48,6 +49,7 @@ class ProgramCode:
         self.generated: Optional[Generated] = None
         self.units_at: Optional[List] = None
         self.ffi = self.lib = None
+        self.loops = {}
         self.compile_seconds = 0.0
         self.failed: Optional[str] = None
         self.work = 0
@@ -65,7 +67,9 @@ class ProgramCode:
             return
         generated = generate(self.program, self.uniform)
         try:
-            self.ffi, self.lib, self.compile_seconds = build_module(generated.source, [unit.name for unit in generated.units])
+            self.ffi, self.lib, self.compile_seconds = build_module(
+                generated.source, [unit.name for unit in generated.units],
+                [f"gx_loop_{head}" for head in generated.loops])
         except CompileError as error:
             if self.eager:
                 raise UsageError(f"the compiled engine cannot run {self.program.name}: {error}") from None
@@ -77,6 +81,8 @@ class ProgramCode:
             entry = (unit, getattr(self.lib, unit.name))
             for pc in range(unit.start, unit.end):
                 units_at[pc] = entry
+        self.loops = {head: (self.program.instrs[branch], getattr(self.lib, f"gx_loop_{head}"))
+                      for head, branch in generated.loops.items()}
         self.generated, self.units_at = generated, units_at
 
     def scratch(self, n: int):
@@ -84,7 +90,7 @@ class ProgramCode:
         kept for the next batch: fresh pages for every batch would cost more than the work."""
         if self._scratch is None or self._scratch[0].size < n:
             self._scratch = (np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.int64),
-                             np.empty(n * 16, dtype=np.uint8),
+                             np.empty(n * 32, dtype=np.uint8),
                              np.empty(max(1, self.generated.saved_registers * n), dtype=np.uint64))
         return self._scratch
 
@@ -128,6 +134,7 @@ class BatchCode:
         self.code = code
         self.batch = batch
         self.bound = False
+        self.park = None
 
     def _bind(self) -> None:
         code, batch = self.code, self.batch
@@ -184,6 +191,7 @@ class BatchCode:
             self.context.memory = ffi.cast("void *", state[0])
             self.context.load = ffi.cast("void *", state[1])
             self.context.store = ffi.cast("void *", state[2])
+            self.context.atomic = ffi.cast("void *", state[3])
 
     def run(self, pc: int, end: int, sel) -> None:
         """Instructions pc up to end (straight-line, of one function) for the lanes of sel, as the interpreter's fast
@@ -219,19 +227,82 @@ class BatchCode:
             if unit.has_memory:
                 self._refresh_memory()
             result = function(pc, stop, pointer, n, self.regs, self.specials, self.context)
-            if result >= 0:
-                batch.steps += result - pc + 1
-                execs[result](sel)
-                pc = result + 1
-            elif result == -1:
-                batch.steps += stop - pc
-                pc = stop
-            elif result == NOT_COMPILED:
-                raise RuntimeError(f"compiled unit {unit.name} has no code for pc {pc}")
-            else:
-                redo = -2 - result
-                batch.steps += redo - pc
-                for index in range(redo, min(stop, unit.region_end[redo])):
-                    batch.steps += 1
-                    execs[index](sel)
-                pc = min(stop, unit.region_end[redo])
+            pc = self._after(result, unit, pc, stop, sel)
+
+    def _after(self, result: int, unit, pc: int, stop: int, sel) -> int:
+        """Where a unit's run from pc (to stop) left off, the interpreter finishing what the unit handed back: the
+        instruction that needs its fault report, or a region to run again."""
+        batch = self.batch
+        execs = batch.executors
+        if result >= 0:
+            batch.steps += result - pc + 1
+            execs[result](sel)
+            return result + 1
+        if result == -1:
+            batch.steps += stop - pc
+            return stop
+        if result == NOT_COMPILED:
+            raise RuntimeError(f"compiled unit {unit.name} has no code for pc {pc}")
+        redo = -2 - result
+        batch.steps += redo - pc
+        for index in range(redo, min(stop, unit.region_end[redo])):
+            batch.steps += 1
+            execs[index](sel)
+        return min(stop, unit.region_end[redo])
+
+    def loop(self, pc: int, sel, others: int, backward: int, rotate_limit: int):
+        """Rounds of the compiled loop whose head is pc, for as long as the scheduler would keep the group in it and
+        no check is due (the step limit, the spin watch, the rotation after rotate_limit backward branches while
+        other groups wait). Returns None when no round ran, else (pc, sel, others, backward): pc is the head again,
+        the branch (the body handed an instruction to the interpreter) or the pc after the branch (every lane
+        left the loop)."""
+        code = self.code
+        batch = self.batch
+        entry = code.loops.get(pc) if code.ready else None
+        if entry is None:
+            return None
+        branch, function = entry
+        per_round = branch.pc - pc + 1
+        rounds = (batch.max_steps - batch.steps) // per_round
+        if batch.spin_limit:
+            rounds = min(rounds, batch.spin.next_check - batch.backward_branches - 1)
+        rotate_left = rotate_limit - backward - 1
+        if rounds <= 0 or rotate_left <= 0:
+            return None
+        if not self.bound:
+            self._bind()
+        unit = code.units_at[pc][0]
+        if unit.has_memory:
+            self._refresh_memory()
+        ffi = code.ffi
+        lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else np.array(sel, dtype=np.int64)
+        if self.park is None:
+            self.park = np.empty(batch.n, dtype=np.int64)
+            self.info = np.zeros(8, dtype=np.int64)
+        info = self.info
+        function(ffi.from_buffer("int64_t[]", lanes), len(lanes), rounds, rotate_left, int(others != INF),
+                 self.regs, self.specials, self.context, ffi.from_buffer("int64_t[]", self.park),
+                 ffi.from_buffer("int64_t[]", info))
+        done, warp_sum, lane_sum, result, remaining, parked, left, rotated = (int(value) for value in info)
+        batch.steps += done * per_round
+        batch.warp_instructions += warp_sum * per_round
+        batch.thread_instructions += lane_sum * per_round
+        continued = done - left
+        if batch.spin_limit:
+            batch.backward_branches += continued
+        backward += rotated
+        if parked:
+            batch.rpc[self.park[:parked]] = branch.pc + 1
+            others = min(others, branch.pc + 1)
+        sel = lanes[:remaining].copy() if remaining < batch.n else ALL
+        if result != -1:
+            next_pc = self._after(result, unit, pc, branch.pc, sel)
+            if next_pc != branch.pc:
+                raise RuntimeError(f"compiled loop at pc {pc} stopped inside its body")
+            count = branch.pc - pc
+            batch.warp_instructions += batch._warps_in(sel) * count
+            batch.thread_instructions += (batch.n if sel is ALL else len(sel)) * count
+            return branch.pc, sel, others, backward
+        if done == 0:
+            return None
+        return (branch.pc + 1 if left else pc), sel, others, backward

@@ -34,6 +34,7 @@ typedef struct {
     const void *memory;
     void *load;
     void *store;
+    void *atomic;
     uint64_t *addresses;
     int64_t *threads;
     uint8_t *data;
@@ -45,6 +46,8 @@ typedef struct {
 } gx_context;
 """
 UNIT_SIGNATURE = "int64_t {name}(int64_t, int64_t, const int64_t *, int64_t, void **, void **, gx_context *);"
+LOOP_SIGNATURE = ("int64_t {name}(int64_t *, int64_t, int64_t, int64_t, int64_t, void **, void **, gx_context *, "
+                  "int64_t *, int64_t *);")
 
 _LOADED: Dict[str, object] = {}
 _CACHE = Cache("codegen")
@@ -79,7 +82,7 @@ def _machine_args() -> tuple:
     return ()
 
 
-def build_module(source: str, unit_names) -> tuple:
+def build_module(source: str, unit_names, loop_names=()) -> tuple:
     """(ffi, lib, seconds spent compiling — 0.0 when it came from a cache) of the generated source."""
     args = COMPILE_ARGS + _machine_args()
     import cffi
@@ -89,7 +92,8 @@ def build_module(source: str, unit_names) -> tuple:
         ffi, lib = _LOADED[key]
         return ffi, lib, 0.0
     ffi = FFI()
-    ffi.cdef(DECLARATIONS + "\n".join(UNIT_SIGNATURE.format(name=name) for name in unit_names))
+    ffi.cdef(DECLARATIONS + "\n".join(UNIT_SIGNATURE.format(name=name) for name in unit_names) + "\n"
+             + "\n".join(LOOP_SIGNATURE.format(name=name) for name in loop_names))
     ffi.set_source(module_name, source)
     started = time.perf_counter()
     seconds = 0.0

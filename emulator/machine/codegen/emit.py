@@ -19,7 +19,7 @@ import numpy as np
 from emulator import ir
 from emulator.machine.operands import ADDRESS_MASK, immediate
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW
-from emulator.memory.spaces import SPACE_CODES
+from emulator.memory.spaces import ATOMIC_OPS, ATOMIC_TYPES, SPACE_CODES
 from isa.table import FAMILIES, vector_count
 from isa.types import TYPES
 
@@ -41,12 +41,15 @@ PRELUDE = _CORE_HEADER + r"""
 typedef struct { int64_t lane; int32_t kind; int32_t space; } gx_fault;
 typedef int (*gx_load_fn)(const void *, int, const uint64_t *, const int64_t *, int64_t, int, uint8_t *, uint64_t,
                           gx_fault *);
+typedef int (*gx_atomic_fn)(const void *, int, int, int, const uint64_t *, const int64_t *, int64_t, const uint8_t *,
+                            const uint8_t *, uint64_t, uint8_t *, uint64_t, gx_fault *);
 typedef int (*gx_store_fn)(const void *, int, const uint64_t *, const int64_t *, int64_t, int, const uint8_t *,
                            uint64_t, gx_fault *);
 typedef struct {
     const void *memory;
     void *load;
     void *store;
+    void *atomic;
     uint64_t *addresses;
     int64_t *threads;
     uint8_t *data;
@@ -138,6 +141,17 @@ static inline uint8_t *gx_resolve(const gm_memory *mem, int space, uint64_t addr
             return gx_window(mem, 0, addr - mem->local_window_base, t, width, memo);
     }
     return gx_global(mem, addr, width, writes, &memo->hit);
+}
+/* .ftz: a subnormal f32 operand is a zero of its sign */
+static inline uint32_t gx_ftz32(uint32_t b) { return (b & 0x7f800000u) ? b : (b & 0x80000000u); }
+/* .ftz results: r is the correctly rounded f32 result of the exact value v (v exact in double for add, sub, mul of
+   f32 operands); it becomes a zero of its sign when tiny after rounding with an unbounded exponent */
+static inline uint32_t gx_ftz_result(float r, double v) {
+    uint32_t b = gx_b32(r);
+    if (gx_nan32(b)) return 0x7fffffffu;
+    if (v != 0 && fabs(v) < 0x1p-126 && fabsf((float)(v * 0x1p64)) < 0x1p-62f)
+        return v < 0 ? 0x80000000u : 0u;
+    return (b & 0x7f800000u) ? b : (b & 0x80000000u);
 }
 static inline uint32_t gx_minmax32(uint32_t xb, uint32_t yb, int larger) {
     int xn = gx_nan32(xb), yn = gx_nan32(yb);
@@ -342,6 +356,8 @@ class Emitter:
         op_class = instr.op_class
         if op_class == "st":
             return "store", self._store(instr)
+        if op_class in ("atom", "red"):
+            return "store", self._atomic(instr)
         if op_class == "ld":
             body = self._load(instr)
         elif op_class == "nop":
@@ -431,6 +447,39 @@ class Emitter:
                    f"m, {width}, ctx->data, (uint64_t)m * {width}, &f) != 0) return {pc};")
         return f"{{ {check}\n  if (fast) {{ {direct} }} else {{ {general} }} }}"
 
+    def _atomic(self, instr: ir.Instr) -> str:
+        """atom/red through the memory core's gm_atomic (every lane checked before any changes, lanes in order), the
+        old values then written to the destination."""
+        decoded = instr.decoded
+        type_name = decoded.type
+        op = decoded.get("atomop") or decoded.get("redop")
+        if vector_count(decoded) > 1 or type_name not in ATOMIC_TYPES or op not in ATOMIC_OPS:
+            raise Unsupported("atomic form")
+        operands = instr.operands
+        has_dest = decoded.family.op_class == "atom"
+        dest, address, rest = (operands[0], operands[1], operands[2:]) if has_dest else (None, operands[0], operands[1:])
+        if len(rest) != (2 if op == "cas" else 1) or not isinstance(address, ir.AddrRef):
+            raise Unsupported("atomic operands")
+        space_code, address_expr = self._address(address, decoded.get("space", "generic"))
+        self.plan.has_memory = True
+        width = TYPES[type_name].bytes
+        element = _uint(width * 8)
+        guard = self.guard(instr)
+        packs = [f"{{ {element} e = {self.read_bits(ref, type_name)}; "
+                 f"memcpy(ctx->data + {index} * (uint64_t)n * 8 + (uint64_t)m * {width}, &e, {width}); }}"
+                 for index, ref in enumerate(rest)]
+        write = self.write_bits(dest, type_name, "e") if dest is not None else ""
+        old = "ctx->data + (uint64_t)n * 16"
+        lines = [f"{{ int64_t m = 0; gx_fault f; LANES({guard} ctx->addresses[m] = {address_expr}; ctx->threads[m] = t; "
+                 f"{' '.join(packs)} m++;)",
+                 f"  if (m && ((gx_atomic_fn)ctx->atomic)(ctx->memory, {space_code}, {ATOMIC_OPS[op]}, "
+                 f"{ATOMIC_TYPES[type_name]}, ctx->addresses, ctx->threads, m, ctx->data, ctx->data + (uint64_t)n * 8, "
+                 f"(uint64_t)m * {width}, {old}, (uint64_t)m * {width}, &f) != 0) return {instr.pc};"]
+        if write:
+            lines.append(f"  m = 0; LANES({guard} {{ {element} e; memcpy(&e, {old} + (uint64_t)m * {width}, {width}); "
+                         f"{write} }} m++;)")
+        return "\n".join(lines) + " }"
+
     def _address(self, ref: ir.AddrRef, space: str) -> Tuple[int, str]:
         """(memory core space code, C expression of the lane's uint64 address) as AddressPlan resolves them."""
         offset = ref.offset & ADDRESS_MASK
@@ -491,9 +540,13 @@ class Emitter:
 
     def _binary_float(self, decoded, dest, sources, op: str) -> str:
         ty = decoded.type
+        a, b = sources
+        if (ty == "f32" and op in "+-*" and decoded.has("ftz") and decoded.get("rnd", "rn") == "rn"
+                and not decoded.has("sat")):
+            return (f"float x = gx_f32(gx_ftz32({self.read_bits(a, ty)})), y = gx_f32(gx_ftz32({self.read_bits(b, ty)})); "
+                    + self.write_bits(dest, ty, f"gx_ftz_result(x {op} y, (double)x {op} (double)y)"))
         if not self._float_plain(decoded):
             raise Unsupported("float modifiers")
-        a, b = sources
         if ty == "f32":
             return self.write_bits(dest, ty, f"gx_r32({self.read(a, ty)} {op} {self.read(b, ty)})")
         if ty == "f64":
@@ -663,9 +716,12 @@ class Emitter:
     def _minmax(self, decoded, dest, sources, larger: bool):
         ty = decoded.type
         if ty in ("f32", "f64"):
-            if decoded.has("ftz") or decoded.has("nan") or decoded.has("absmod") or decoded.has("xorsign"):
+            if decoded.has("nan") or decoded.has("absmod") or decoded.has("xorsign") or (decoded.has("ftz")
+                                                                                       and ty != "f32"):
                 raise Unsupported("min/max modifiers")
             a, b = (self.read_bits(s, ty) for s in sources)
+            if decoded.has("ftz"):
+                a, b = f"gx_ftz32({a})", f"gx_ftz32({b})"
             return self.write_bits(dest, ty, f"gx_minmax{TYPES[ty].bits}({a}, {b}, {int(larger)})")
         if not self._integer(ty) or decoded.has("relu"):
             raise Unsupported("min/max form")
@@ -734,9 +790,12 @@ class Emitter:
         cmp = decoded.get("cmp")
         ops = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
         if ty in ("f32", "f64"):
-            if decoded.has("ftz"):
+            if decoded.has("ftz") and ty != "f32":
                 raise Unsupported("ftz compare")
-            a, b = self.read(a_ref, ty), self.read(b_ref, ty)
+            if decoded.has("ftz"):
+                a, b = (f"gx_f32(gx_ftz32({self.read_bits(ref, ty)}))" for ref in (a_ref, b_ref))
+            else:
+                a, b = self.read(a_ref, ty), self.read(b_ref, ty)
             unordered = "(x != x || y != y)"
             if cmp == "num":
                 expr = f"!{unordered}"
@@ -863,6 +922,8 @@ class Generated:
     statics: List
     #: registers a chunked region may have to put back (the most of any region): scratch of this many words a lane
     saved_registers: int
+    #: compiled loops: head pc -> the pc of the branch back to it (gx_loop_<head>)
+    loops: Dict[int, int] = field(default_factory=dict)
 
 
 #: lanes a chunk of a region runs through all of its instructions before the next chunk starts
@@ -1023,5 +1084,65 @@ def generate(program: ir.Program, uniform) -> Generated:
             f"gx_context *ctx)\n{{\n    int64_t pc = from, result;\n    while (pc < to) {{\n        switch (pc) {{\n"
             + "\n".join(cases) + "\n        default: return INT64_MIN;\n        }\n    }\n    return -1;\n}\n")
         pc = end
+    loops = _loops(program, units)
+    bodies += [_loop_function(head, branch, unit) for head, (branch, unit) in sorted(loops.items())]
     return Generated(PRELUDE + CHUNK_PRELUDE + "\n" + "\n".join(bodies), units, specials, scalar_slots, statics,
-                     saved_most)
+                     saved_most, {head: branch.pc for head, (branch, _) in loops.items()})
+
+
+def _loops(program: ir.Program, units: List[UnitPlan]) -> Dict[int, Tuple[ir.Instr, UnitPlan]]:
+    """Loops whose body is one compiled stretch closed by a guarded branch back to its first instruction:
+    head pc -> (the branch, the unit that runs the body)."""
+    loops = {}
+    for unit in units:
+        branch_pc = unit.end
+        if branch_pc >= len(program.instrs):
+            continue
+        branch = program.instrs[branch_pc]
+        if (branch.control != ir.BRANCH or branch.guard is None or branch.target is None
+                or not unit.start <= branch.target < branch_pc or branch.function != program.instrs[unit.start].function):
+            continue
+        loops[branch.target] = (branch, unit)
+    return loops
+
+
+def _loop_function(head: int, branch: ir.Instr, unit: UnitPlan) -> str:
+    """A loop run for as long as any lane goes round, each round as the scheduler runs it: the body for the group's
+    lanes, then the branch; lanes that fall through wait at the branch's next pc (parked), the rest go round.
+    Stops after max_rounds rounds, when every lane falls through, or when the body needs the interpreter."""
+    reg, negated = branch.guard
+    taken = f"(p[t] == 0)" if negated else f"(p[t] != 0)"
+    return f"""
+int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rotate_left, int64_t others_finite,
+                       void **R, void **S, gx_context *ctx, int64_t *park, int64_t *info)
+{{
+    const uint8_t *p = R[{reg.index}];
+    int64_t rounds = 0, warp_sum = 0, lane_sum = 0, parked = 0, result = -1, left_loop = 0, rotated = 0;
+    while (rounds < max_rounds) {{
+        result = {unit.name}({head}, {branch.pc}, sel, n, R, S, ctx);
+        if (result != -1) break;
+        int64_t warps = 0;
+        for (int64_t i = 0; i < n; i++) warps += i == 0 || (sel[i] >> 5) != (sel[i - 1] >> 5);
+        warp_sum += warps;
+        lane_sum += n;
+        rounds++;
+        int64_t kept = 0, first_parked = parked;
+        for (int64_t i = 0; i < n; i++) {{
+            const int64_t t = sel[i];
+            if {taken} sel[kept++] = t; else park[parked++] = t;
+        }}
+        if (kept == 0) {{
+            memcpy(sel, park + first_parked, (size_t)n * sizeof(int64_t));
+            parked = first_parked;
+            left_loop = 1;
+            break;
+        }}
+        n = kept;
+        if (parked) others_finite = 1;
+        if (others_finite && ++rotated >= rotate_left) break;
+    }}
+    info[0] = rounds; info[1] = warp_sum; info[2] = lane_sum; info[3] = result; info[4] = n; info[5] = parked;
+    info[6] = left_loop; info[7] = rotated;
+    return 0;
+}}
+"""
