@@ -310,3 +310,76 @@ def test_a_second_launch_compiles_nothing():
     assert code.lib is lib and code.compile_seconds == before
     assert out.tolist() == (values ^ values[::-1]).tolist()
     assert math.isfinite(before)
+
+
+# ---- loops run in C ------------------------------------------------------------------------------------------
+
+SERIAL = (ROOT / "bench" / "serial_loop.ptx").read_text()
+
+DIVERGENT_LOOP = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry countdown(.param .u64 out)
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 7;
+    mul.lo.u32 %r2, %r2, 5;
+    mov.u32 %r3, 0;
+$L_loop:
+    add.u32 %r3, %r3, %r1;
+    sub.u32 %r2, %r2, 1;
+    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra $L_loop;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd2, %rd2, %rd3;
+    st.global.u32 [%rd2], %r3;
+    ret;
+}
+"""
+
+
+def _launch(text, name, grid, block, args, engine, **options):
+    kernel = Module(text, "loop.ptx", Device()).kernel(name)
+    try:
+        stats = kernel.launch(grid, block, args, engine=engine, **options)
+    except DeviceError as error:
+        return str(error)
+    return stats.warp_instructions, stats.thread_instructions, stats.steps
+
+
+def test_serial_loop_matches_python_and_counts_every_instruction():
+    x = 12345
+    for _ in range(1000):
+        y = (x * 1103515245 + 12345) & 0xFFFFFFFF
+        x = y ^ (y >> 7)
+    out = np.zeros(1, dtype=np.uint32)
+    counters = _launch(SERIAL, "serial_loop", 1, 1, [out, np.uint32(1000)], "compiled")
+    assert out[0] == x
+    assert counters == (4 + 6 * 1000 + 3, 4 + 6 * 1000 + 3, 4 + 6 * 1000 + 3)
+
+
+def test_divergent_loop_parks_lanes_as_the_interpreter_does():
+    """Lanes go round 5 * (tid % 8) times (lanes with 0 go round 2**32 - 1 times: the step limit ends the launch)."""
+    results = {}
+    for engine in ("interpreter", "compiled"):
+        out = np.zeros(64, dtype=np.uint32)
+        results[engine] = _launch(DIVERGENT_LOOP.replace("and.b32 %r2, %r1, 7;", "and.b32 %r2, %r1, 7;\n    "
+                                                         "add.u32 %r2, %r2, 1;"), "countdown", 1, 64, [out], engine)
+        results[engine + " out"] = out.tolist()
+    assert results["compiled"] == results["interpreter"]
+    assert results["compiled out"] == results["interpreter out"]
+    assert results["compiled out"][9] == 9 * 5 * 2
+
+
+@pytest.mark.parametrize("max_steps", [50, 333, 1000])
+def test_step_limit_stops_a_compiled_loop_at_the_interpreters_step(max_steps):
+    reports = [_launch(DIVERGENT_LOOP, "countdown", 1, 64, [np.zeros(64, dtype=np.uint32)], engine,
+                       max_steps=max_steps) for engine in ("interpreter", "compiled")]
+    assert reports[0] == reports[1]
+    assert "step" in reports[0]

@@ -26,6 +26,8 @@ ENGINES = ("auto", "compiled", "interpreter")
 #: thread-instructions each (a step costs the interpreter about as much as 4,000 lanes of one instruction)
 STEP_WEIGHT = 4000
 AUTO_THRESHOLD = 20_000_000
+#: ... and at least this much per instruction of the program: the C compiler's time grows with the program's length
+AUTO_THRESHOLD_PER_INSTRUCTION = 200_000
 #: what a unit returns for a pc it has no code for (never, unless the generator is wrong)
 NOT_COMPILED = -(1 << 63)
 
@@ -53,6 +55,8 @@ class ProgramCode:
         self.compile_seconds = 0.0
         self.failed: Optional[str] = None
         self.work = 0
+        self.probed = False
+        self.generated_source: Optional[Generated] = None
         self._scratch = None
         self.eager = eager
         if eager:
@@ -62,14 +66,18 @@ class ProgramCode:
     def ready(self) -> bool:
         return self.lib is not None
 
-    def compile(self) -> None:
+    def compile(self, cached_only: bool = False) -> None:
+        """Generate and compile (cached_only: only load an already compiled module, from this process or the cache)."""
         if self.ready or self.failed:
             return
-        generated = generate(self.program, self.uniform)
+        generated = self.generated_source or generate(self.program, self.uniform)
+        self.generated_source = generated
         try:
-            self.ffi, self.lib, self.compile_seconds = build_module(
-                generated.source, [unit.name for unit in generated.units],
-                [f"gx_loop_{head}" for head in generated.loops])
+            built = build_module(generated.source, [unit.name for unit in generated.units],
+                                 [f"gx_loop_{head}" for head in generated.loops], cached_only=cached_only)
+            if built is None:
+                return
+            self.ffi, self.lib, self.compile_seconds = built
         except CompileError as error:
             if self.eager:
                 raise UsageError(f"the compiled engine cannot run {self.program.name}: {error}") from None
@@ -95,9 +103,15 @@ class ProgramCode:
         return self._scratch
 
     def interpreted(self, steps: int, thread_instructions: int) -> bool:
-        """Count interpreted work under "auto"; whether the code is (now) compiled."""
+        """Count interpreted work under "auto"; whether the code is (now) compiled. The first call looks for the
+        compiled module in the cache (a kernel an earlier run compiled runs compiled at once)."""
+        if not self.probed:
+            self.probed = True
+            self.compile(cached_only=True)
+            if self.ready:
+                return True
         self.work += steps * STEP_WEIGHT + thread_instructions
-        if self.work >= AUTO_THRESHOLD:
+        if self.work >= max(AUTO_THRESHOLD, AUTO_THRESHOLD_PER_INSTRUCTION * len(self.program.instrs)):
             self.compile()
         return self.ready
 
@@ -262,6 +276,8 @@ class BatchCode:
         if entry is None:
             return None
         branch, function = entry
+        if others <= branch.pc:
+            return None
         per_round = branch.pc - pc + 1
         rounds = (batch.max_steps - batch.steps) // per_round
         if batch.spin_limit:

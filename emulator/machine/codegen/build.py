@@ -82,8 +82,9 @@ def _machine_args() -> tuple:
     return ()
 
 
-def build_module(source: str, unit_names, loop_names=()) -> tuple:
-    """(ffi, lib, seconds spent compiling — 0.0 when it came from a cache) of the generated source."""
+def build_module(source: str, unit_names, loop_names=(), *, cached_only: bool = False) -> Optional[tuple]:
+    """(ffi, lib, seconds spent compiling — 0.0 when it came from a cache) of the generated source; with cached_only,
+    None unless this process or the disk cache already has it."""
     args = COMPILE_ARGS + _machine_args()
     import cffi
     key = digest(source, " ".join(args), cffi.__version__, sys.version, sysconfig.get_config_var("EXT_SUFFIX") or "")
@@ -100,6 +101,8 @@ def build_module(source: str, unit_names, loop_names=()) -> tuple:
     with tempfile.TemporaryDirectory(prefix="gpuemu-gen-") as private:
         path = os.path.join(private, module_name + (importlib.machinery.EXTENSION_SUFFIXES[0]))
         payload = _CACHE.load(key)
+        if payload is None and cached_only:
+            return None
         if payload is not None:
             with open(path, "wb") as stream:
                 stream.write(payload)
