@@ -383,3 +383,38 @@ def test_step_limit_stops_a_compiled_loop_at_the_interpreters_step(max_steps):
                        max_steps=max_steps) for engine in ("interpreter", "compiled")]
     assert reports[0] == reports[1]
     assert "step" in reports[0]
+
+
+# ---- the compiled module's cache ------------------------------------------------------------------------------
+
+def _small_generated():
+    text = KERNEL.format(width=4, ty="u32", out_ty="u32", a="%r2", b="%r3", d="%r4", body="sub.u32 %r4, %r2, %r3;")
+    program = Module(text, "k.ptx", Device()).kernel("k").program
+    generated = generate(program, uniform_registers(program))
+    return generated.source + f"\n/* {os.getpid()} {id(program)} */\n", [unit.name for unit in generated.units]
+
+
+def test_a_tampered_cache_entry_is_compiled_again_never_loaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUEMU_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("GPUEMU_NO_CACHE", raising=False)
+    monkeypatch.setattr(codegen_build, "_LOADED", {})
+    source, names = _small_generated()
+    assert codegen_build.build_module(source, names)[2] > 0
+    (entry,) = (tmp_path / "cache" / "codegen").glob("*.bin")
+    blob = bytearray(entry.read_bytes())
+    blob[-100] ^= 0xFF
+    entry.write_bytes(bytes(blob))
+    monkeypatch.setattr(codegen_build, "_LOADED", {})
+    assert codegen_build.build_module(source, names)[2] > 0, "a module whose signature fails was loaded"
+    monkeypatch.setattr(codegen_build, "_LOADED", {})
+    assert codegen_build.build_module(source, names)[2] == 0.0, "the re-signed module was not taken from the cache"
+
+
+def test_no_cache_compiles_in_a_private_directory_and_stores_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUEMU_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GPUEMU_NO_CACHE", "1")
+    monkeypatch.setattr(codegen_build, "_LOADED", {})
+    source, names = _small_generated()
+    ffi, lib, seconds = codegen_build.build_module(source, names)
+    assert seconds > 0 and hasattr(lib, names[0])
+    assert not (tmp_path / "cache").exists()

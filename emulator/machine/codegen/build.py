@@ -26,7 +26,8 @@ from cffi import FFI
 
 from emulator.base.cache import Cache, digest
 
-#: exact IEEE arithmetic: no fast-math, no contraction of a*b+c into an fma, wrapping signed integers
+#: exact IEEE arithmetic: no fast-math, no contraction of a*b+c into an fma, wrapping signed integers; -O1 because -O2
+#: ran matmul's generated code about 5 % faster at twice the compile time
 COMPILE_ARGS = ("-O1", "-fPIC", "-fno-fast-math", "-ffp-contract=off", "-fno-strict-aliasing", "-fwrapv",
                 "-fno-math-errno")
 DECLARATIONS = """
