@@ -10,6 +10,7 @@ functions, warp-wide and tensor instructions, atomics, ...) ends a run; the inte
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -927,13 +928,13 @@ class Generated:
 
 
 #: lanes a chunk of a region runs through all of its instructions before the next chunk starts
-CHUNK_LANES = 256
+CHUNK_LANES = 128
 #: instructions of one region function at most (the C compiler's time grows faster than a function's length)
 REGION_LIMIT = 48
 CHUNK_PRELUDE = r"""
 #define CLANES(...) \
     if (sel) { for (int64_t i_ = c0; i_ < c1; i_++) { const int64_t t = sel[i_]; __VA_ARGS__ } } \
-    else { for (int64_t t = c0; t < c1; t++) { __VA_ARGS__ } }
+    else { for (int64_t i_ = c0; i_ < c1; i_++) { const int64_t t = i_; __VA_ARGS__ } }
 #define ILANES(...) for (int64_t i = 0; i < n; i++) { const int64_t t = sel ? sel[i] : i; __VA_ARGS__ }
 """
 
@@ -960,11 +961,54 @@ def _needs_saving(instrs: List[_Compiled]) -> List[int]:
     return sorted(live_in & written)
 
 
-def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict[str, int]) -> str:
+def _local_registers(items: List[_Compiled], live_after: set) -> set:
+    """Registers a region can keep in chunk buffers when it runs whole: each is first written unconditionally (never
+    read before), and no instruction after the region reads the value it leaves."""
+    seen, local = set(), set()
+    for item in items:
+        for reg in item.reads:
+            seen.add(reg)
+        for reg in item.writes:
+            if reg not in seen and not item.guarded:
+                local.add(reg)
+            seen.add(reg)
+    return local - live_after
+
+
+_WRITE = re.compile(r"\br(\d+)\[t\] = (.*?);")
+_READ = re.compile(r"\br(\d+)\[t\]")
+
+
+def _localized(body: str, local: set, storage: Dict[int, np.dtype]) -> str:
+    """body with the local registers' reads and writes in chunk buffers; a partial run (part) also keeps the arrays."""
+    if not local:
+        return body
+
+    def reads(text: str) -> str:
+        return _READ.sub(lambda m: f"(part ? r{m.group(1)}[t] : l{m.group(1)}[i_ - c0])"
+                         if int(m.group(1)) in local else m.group(0), text)
+    out, position = [], 0
+    for match in _WRITE.finditer(body):
+        out.append(reads(body[position:match.start()]))
+        reg, value = int(match.group(1)), reads(match.group(2))
+        if reg in local:
+            out.append(f"{{ const {_register_type(storage[reg])} w_ = {value}; l{reg}[i_ - c0] = w_; "
+                       f"if (part) r{reg}[t] = w_; }}")
+        else:
+            out.append(f"r{reg}[t] = {value};")
+        position = match.end()
+    out.append(reads(body[position:]))
+    return "".join(out)
+
+
+def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict[str, int],
+            live_after: Optional[set] = None) -> str:
     """A region of lane instructions as a function: lanes in chunks of CHUNK_LANES run through it; a load the inline
     checks refuse puts back the registers the region changed that it needs again and returns -2 - lo (the
-    interpreter then runs the region)."""
+    interpreter then runs the region). Registers no later instruction reads (live_after: those it may; None: all)
+    live in chunk buffers when the region runs whole."""
     first, last = items[0].pc, items[-1].pc + 1
+    local = _local_registers(items, live_after) if live_after is not None else set()
     used = set().union(*(item.reads | item.writes for item in items))
     has_load = any("ROLLBACK" in item.body for item in items)
     lines = [f"static int64_t gx_region_{first}(int64_t lo, int64_t hi, const int64_t *sel, int64_t n, void **R, "
@@ -972,6 +1016,8 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used)]
     lines += [f"    const uint32_t *s{slot} = S[{slot}];" for slot in sorted(specials.values())]
     lines += ["    const gm_memory *mem = ctx->memory;", "    gx_memo hit = {-1, 0, 0, NULL};", "    (void)S; (void)mem; (void)hit;"]
+    lines += [f"    {_register_type(storage[index])} l{index}[{CHUNK_LANES}];" for index in sorted(local)]
+    lines.append(f"    const int part = !(lo == {first} && hi == {last}); (void)part;")
     if has_load:
         precise = _needs_saving(items)
         anywhere = sorted(set().union(*(item.writes for item in items)) & set().union(*(item.reads for item in items)))
@@ -988,7 +1034,7 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     lines.append("        switch (lo) {")
     for item in items:
         lines.append(f"        case {item.pc}: if (hi <= {item.pc}) break;")
-        lines.append(f"            CLANES({item.body.replace('ROLLBACK', 'rollback')})")
+        lines.append(f"            CLANES({_localized(item.body, local, storage).replace('ROLLBACK', 'rollback')})")
     lines.append("        }")
     lines.append("    }")
     lines.append("    return -1;")
@@ -1014,6 +1060,77 @@ def _register_type(dtype: np.dtype) -> str:
     return _uint(8 if dtype == np.bool_ else dtype.itemsize * 8)
 
 
+#: op classes whose register reads and writes are all in their operands (programs with others keep every register in
+#: its array)
+_EXPLICIT_CLASSES = frozenset({"alu", "mov", "cvta", "isspacep", "ld", "st", "atom", "red", "nop", "bra", "exit", "ret",
+                               "bar", "call", "trap", "shfl", "vote", "match", "redux", "activemask", "elect"})
+
+
+def _operand_registers(ref, found: set) -> None:
+    if isinstance(ref, ir.RegRef):
+        found.add(ref.reg.index)
+    elif isinstance(ref, ir.NotRef):
+        found.add(ref.reg.reg.index)
+    elif isinstance(ref, ir.AddrRef):
+        if ref.base is not None:
+            found.add(ref.base.reg.index)
+    elif isinstance(ref, ir.VecRef):
+        for item in ref.items:
+            _operand_registers(item, found)
+    elif isinstance(ref, ir.PredPairRef):
+        found.add(ref.first.reg.index)
+        if ref.second is not None:
+            found.add(ref.second.reg.index)
+
+
+def _live_in(program: ir.Program, compiled: Dict[int, "_Compiled"]) -> Optional[List[int]]:
+    """For each pc, the registers (a bit set) some path from it reads before writing; None when the program has an
+    instruction whose register use is not all in its operands. Instructions the interpreter runs count as reading
+    every register they name and writing none; calls and returns as reading every register."""
+    instrs = program.instrs
+    if any(instr.op_class not in _EXPLICIT_CLASSES for instr in instrs if instr.decoded is not None) or \
+            any(instr.decoded is None and instr.control == ir.STRAIGHT for instr in instrs):
+        return None
+    everything = (1 << len(program.registers)) - 1
+    uses, kills, successors = [], [], []
+    for pc, instr in enumerate(instrs):
+        item = compiled.get(pc)
+        if item is not None:
+            use = sum(1 << reg for reg in item.reads)
+            kill = 0 if item.guarded else sum(1 << reg for reg in item.writes)
+        else:
+            named: set = set()
+            for ref in instr.operands:
+                _operand_registers(ref, named)
+            if instr.guard is not None:
+                named.add(instr.guard[0].index)
+            use, kill = sum(1 << reg for reg in named), 0
+        following = [pc + 1] if pc + 1 < len(instrs) else []
+        if instr.control in (ir.CALL, ir.RETURN, ir.TRAP):
+            use, following = everything, []
+        elif instr.control == ir.BRANCH:
+            following = ([pc + 1] if instr.guard is not None and pc + 1 < len(instrs) else []) + \
+                ([instr.target] if instr.target is not None else [])
+        elif instr.control == ir.EXIT and instr.guard is None:
+            following = []
+        uses.append(use)
+        kills.append(kill)
+        successors.append(following)
+    live = [0] * (len(instrs) + 1)
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(len(instrs) - 1, -1, -1):
+            out = 0
+            for following in successors[pc]:
+                out |= live[following]
+            value = uses[pc] | (out & ~kills[pc])
+            if value != live[pc]:
+                live[pc] = value
+                changed = True
+    return live
+
+
 def generate(program: ir.Program, uniform) -> Generated:
     """One C function per maximal run of consecutive compilable straight-line instructions of one function; inside
     it, regions split at branch targets and stores."""
@@ -1025,6 +1142,7 @@ def generate(program: ir.Program, uniform) -> Generated:
     units: List[UnitPlan] = []
     bodies: List[str] = []
     saved_most = 0
+    pending: List[Tuple[UnitPlan, List[_Compiled]]] = []
     pc = 0
     while pc < len(instrs):
         plan = UnitPlan(pc, pc, f"gx_unit_{pc}")
@@ -1053,6 +1171,11 @@ def generate(program: ir.Program, uniform) -> Generated:
             continue
         plan.end = end
         units.append(plan)
+        pending.append((plan, compiled))
+        pc = end
+    all_compiled = {item.pc: item for _, compiled in pending for item in compiled}
+    live = _live_in(program, all_compiled)
+    for plan, compiled in pending:
         regions: List[List[_Compiled]] = []
         for item in compiled:
             if (item.kind == "store" or not regions or regions[-1][-1].kind == "store" or item.pc in targets
@@ -1068,8 +1191,11 @@ def generate(program: ir.Program, uniform) -> Generated:
                 cases.append(f"        case {item.pc}: result = gx_store_{item.pc}(sel, n, R, S, ctx); "
                              f"if (result != -1) return result; pc++; break;")
                 continue
-            parts.append(_region(region, plan.registers, specials))
             first, last = region[0].pc, region[-1].pc + 1
+            live_after = None
+            if live is not None:
+                live_after = {reg for reg in range(len(program.registers)) if live[last] >> reg & 1} | set(uniform)
+            parts.append(_region(region, plan.registers, specials, live_after))
             cases.append(f"        case {first} ... {last - 1}: result = gx_region_{first}(pc, to < {last} ? to : "
                          f"{last}, sel, n, R, S, ctx); if (result != -1) return result; pc = to < {last} ? to : "
                          f"{last}; break;")
@@ -1083,7 +1209,6 @@ def generate(program: ir.Program, uniform) -> Generated:
             f"int64_t {plan.name}(int64_t from, int64_t to, const int64_t *sel, int64_t n, void **R, void **S, "
             f"gx_context *ctx)\n{{\n    int64_t pc = from, result;\n    while (pc < to) {{\n        switch (pc) {{\n"
             + "\n".join(cases) + "\n        default: return INT64_MIN;\n        }\n    }\n    return -1;\n}\n")
-        pc = end
     loops = _loops(program, units)
     bodies += [_loop_function(head, branch, unit) for head, (branch, unit) in sorted(loops.items())]
     return Generated(PRELUDE + CHUNK_PRELUDE + "\n" + "\n".join(bodies), units, specials, scalar_slots, statics,
