@@ -8,7 +8,6 @@ has changed nothing when the generated code returns, so the interpreter runs it 
 from __future__ import annotations
 
 import os
-import sys
 from typing import List, Optional
 
 import numpy as np
@@ -82,7 +81,6 @@ class ProgramCode:
             if self.eager:
                 raise UsageError(f"the compiled engine cannot run {self.program.name}: {error}") from None
             self.failed = str(error)
-            print(f"gpuemu: warning: {error}; running {self.program.name} in the interpreter", file=sys.stderr)
             return
         units_at = [None] * len(self.program.instrs)
         for unit in generated.units:

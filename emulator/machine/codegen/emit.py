@@ -1154,7 +1154,8 @@ def generate(program: ir.Program, uniform) -> Generated:
                      plan.has_memory, dict(specials), dict(scalar_slots), len(statics))
             try:
                 kind, body = emitter.instruction(instrs[end])
-            except Unsupported:
+            except (Unsupported, ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError):
+                # the executors accepted this instruction; what the generator cannot express, the interpreter runs
                 (plan.registers, plan.array_specials, plan.scalar_specials, plan.has_memory,
                  kept_specials, kept_scalars, kept_statics) = saved
                 specials.clear()
@@ -1174,7 +1175,10 @@ def generate(program: ir.Program, uniform) -> Generated:
         pending.append((plan, compiled))
         pc = end
     all_compiled = {item.pc: item for _, compiled in pending for item in compiled}
-    live = _live_in(program, all_compiled)
+    try:
+        live = _live_in(program, all_compiled)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        live = None
     for plan, compiled in pending:
         regions: List[List[_Compiled]] = []
         for item in compiled:
