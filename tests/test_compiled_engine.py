@@ -279,6 +279,31 @@ def test_ftz_flushes_subnormal_operands_and_results_tiny_after_rounding():
     _check("min.ftz.f32 {d}, {a}, {b};", "f32", a, b, [0, 0, 0x80000000, 0x00800000, 0x00800001])
 
 
+def test_contended_atomics_apply_in_lane_order_and_return_each_lanes_old_value():
+    a = np.array([5, 0xFFFFFFFF, 7, 0x80000000, 3], dtype=np.uint32)
+    for body, combine in (("atom.global.add.u32 {d}, [%rd2], {a};", lambda old, x: (old + x) & 0xFFFFFFFF),
+                          ("atom.global.max.s32 {d}, [%rd2], {a};",
+                           lambda old, x: old if _signed32(old) >= _signed32(x) else x),
+                          ("atom.global.exch.b32 {d}, [%rd2], {a};", lambda old, x: x)):
+        start = np.array([10, 0, 0, 0, 0], dtype=np.uint32)
+        olds, value = [], 10
+        for x in a.tolist():
+            olds.append(value)
+            value = combine(value, x)
+        for engine in ("compiled", "interpreter"):
+            b = start.copy()
+            out = np.zeros(5, dtype=np.uint32)
+            text = KERNEL.format(width=4, ty="u32", out_ty="u32", a="%r2", b="%r3", d="%r4",
+                                 body=body.format(d="%r4", a="%r2"))
+            Module(text, "atom.ptx", Device()).kernel("k").launch(1, 5, [a.copy(), b, out], engine=engine)
+            assert out.tolist() == olds, (engine, body)
+            assert b[0] == value, (engine, body)
+
+
+def _signed32(value):
+    return value - (1 << 32) if value >> 31 else value
+
+
 def test_compiled_engine_is_refused_clearly_without_the_c_memory_core():
     module = Module(KERNEL.format(width=4, ty="u32", out_ty="u32", a="%r2", b="%r3", d="%r4",
                                   body="add.u32 %r4, %r2, %r3;"), "k.ptx", Device(backend="numpy"))

@@ -154,6 +154,27 @@ static inline uint32_t gx_ftz_result(float r, double v) {
         return v < 0 ? 0x80000000u : 0u;
     return (b & 0x7f800000u) ? b : (b & 0x80000000u);
 }
+/* the memory core's integer atomics (integer_apply), for the lanes whose checks pass inline */
+static inline uint64_t gx_atomic_int(int op, int is_signed, uint64_t old, uint64_t a, uint64_t b, uint64_t mask) {
+    uint64_t sign_bit = (mask >> 1) + 1;
+    switch (op) {
+    case GM_OP_CAS: return old == a ? b : old;
+    case GM_OP_ADD: return (old + a) & mask;
+    case GM_OP_EXCH: return a;
+    case GM_OP_AND: return old & a;
+    case GM_OP_OR: return old | a;
+    case GM_OP_XOR: return old ^ a;
+    case GM_OP_INC: return old >= a ? 0 : (old + 1) & mask;
+    case GM_OP_DEC: return (old == 0 || old > a) ? a : old - 1;
+    case GM_OP_MIN:
+    case GM_OP_MAX: {
+        uint64_t ko = is_signed ? old ^ sign_bit : old, ka = is_signed ? a ^ sign_bit : a;
+        int take_a = op == GM_OP_MIN ? ka < ko : ka > ko;
+        return take_a ? a : old;
+    }
+    default: return old;
+    }
+}
 static inline uint32_t gx_minmax32(uint32_t xb, uint32_t yb, int larger) {
     int xn = gx_nan32(xb), yn = gx_nan32(yb);
     if (xn && yn) return 0x7fffffffu;
@@ -471,7 +492,7 @@ class Emitter:
                  for index, ref in enumerate(rest)]
         write = self.write_bits(dest, type_name, "e") if dest is not None else ""
         old = "ctx->data + (uint64_t)n * 16"
-        lines = [f"{{ int64_t m = 0; gx_fault f; LANES({guard} ctx->addresses[m] = {address_expr}; ctx->threads[m] = t; "
+        lines = [f"int64_t m = 0; gx_fault f; LANES({guard} ctx->addresses[m] = {address_expr}; ctx->threads[m] = t; "
                  f"{' '.join(packs)} m++;)",
                  f"  if (m && ((gx_atomic_fn)ctx->atomic)(ctx->memory, {space_code}, {ATOMIC_OPS[op]}, "
                  f"{ATOMIC_TYPES[type_name]}, ctx->addresses, ctx->threads, m, ctx->data, ctx->data + (uint64_t)n * 8, "
@@ -479,7 +500,17 @@ class Emitter:
         if write:
             lines.append(f"  m = 0; LANES({guard} {{ {element} e; memcpy(&e, {old} + (uint64_t)m * {width}, {width}); "
                          f"{write} }} m++;)")
-        return "\n".join(lines) + " }"
+        general = "\n".join(lines)
+        if type_name not in ("b32", "u32", "s32", "b64", "u64", "s64"):
+            return f"{{ {general} }}"
+        resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit)"
+        values = [f"{element} v{index} = {self.read_bits(ref, type_name)};" for index, ref in enumerate(rest)]
+        second = "v1" if op == "cas" else "0"
+        apply = (f"{{ uint8_t *p = {resolve}; {element} old; memcpy(&old, p, {width}); {' '.join(values)} "
+                 f"{element} e = ({element})gx_atomic_int({ATOMIC_OPS[op]}, {int(type_name[0] == 's')}, old, v0, "
+                 f"{second}, {(1 << (8 * width)) - 1}ull); memcpy(p, &e, {width}); e = old; {write} }}")
+        return (f"{{ int fast = 1; LANES({guard} if (!{resolve}) {{ fast = 0; break; }})\n"
+                f"  if (fast) {{ LANES({guard} {apply}) }} else {{ {general} }} }}")
 
     def _address(self, ref: ir.AddrRef, space: str) -> Tuple[int, str]:
         """(memory core space code, C expression of the lane's uint64 address) as AddressPlan resolves them."""
