@@ -389,6 +389,21 @@ def test_serial_loop_matches_python_and_counts_every_instruction():
     assert counters == (4 + 6 * 1000 + 3, 4 + 6 * 1000 + 3, 4 + 6 * 1000 + 3)
 
 
+def test_auto_compiles_a_long_serial_loop_partway_and_keeps_its_counters():
+    text = SERIAL.replace("mov.u32 %r3, 12345;", "mov.u32 %r3, 4242;")  # a program no other test compiled
+    kernel = Module(text, "serial.ptx", Device()).kernel("serial_loop")
+    out = np.zeros(1, dtype=np.uint32)
+    stats = kernel.launch(1, 1, [out, np.uint32(100_000)], engine="auto")
+    code = kernel.program.__dict__["_gpuemu_code"]
+    assert code.ready and code.compile_seconds > 0
+    assert stats.thread_instructions == 4 + 6 * 100_000 + 3
+    x = 4242
+    for _ in range(100_000):
+        y = (x * 1103515245 + 12345) & 0xFFFFFFFF
+        x = y ^ (y >> 7)
+    assert out[0] == x
+
+
 def test_divergent_loop_parks_lanes_as_the_interpreter_does():
     """Lanes go round 5 * (tid % 8) times (lanes with 0 go round 2**32 - 1 times: the step limit ends the launch)."""
     results = {}

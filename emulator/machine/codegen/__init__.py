@@ -21,12 +21,13 @@ from emulator.machine.specials import special_value
 from emulator.machine.states import INF
 
 ENGINES = ("auto", "compiled", "interpreter")
-#: under "auto", how much interpreted work a program may do before it is compiled: scheduler steps weigh this many
-#: thread-instructions each (a step costs the interpreter about as much as 4,000 lanes of one instruction)
-STEP_WEIGHT = 4000
-AUTO_THRESHOLD = 20_000_000
-#: ... and at least this much per instruction of the program: the C compiler's time grows with the program's length
-AUTO_THRESHOLD_PER_INSTRUCTION = 200_000
+#: under "auto", how much interpreted work a program does before it is compiled, in thread-instructions (about a
+#: nanosecond each to the interpreter) with a scheduler step (about 10 microseconds) weighing STEP_WEIGHT: about what
+#: compiling it costs (0.15 s and 5 ms an instruction), so that a kernel never pays much more than twice the better
+#: engine's time
+STEP_WEIGHT = 10_000
+AUTO_THRESHOLD = 150_000_000
+AUTO_THRESHOLD_PER_INSTRUCTION = 5_000_000
 #: what a unit returns for a pc it has no code for (never, unless the generator is wrong)
 NOT_COMPILED = -(1 << 63)
 
