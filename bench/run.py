@@ -1,5 +1,7 @@
 """`make bench`: each workload end to end through `gpuemu run` (fastest of --repeat runs): wall time, the launch's own
-time from --json, thread-instructions per second of both, peak RSS."""
+time from --json, thread-instructions per second of both, peak RSS; then in one process, the interpreter and the
+compiled engine side by side (Kernel.launch, medians of interleaved launches) against GPUOcelot's figures from
+issue 17, with the first launch's compile time apart, and a one-thread serial loop."""
 from __future__ import annotations
 
 import argparse
@@ -137,6 +139,90 @@ WORKLOADS = [
 ]
 
 
+#: GPUOcelot's in-process launch seconds for the first five workloads (issue 17: rebuilt from tinygrad's snapshot,
+#: `ptx_run` after a warm-up, medians of 7 on a 2-core machine); GPUOcelot cannot be installed here
+OCELOT_SECONDS = {"vecadd 2^20": 0.77, "matmul 256^3": 1.75, "histogram 2^20 B": 0.23, "dot 2^20": 0.31,
+                  "collatz 16K": 0.56}
+SERIAL_ROUNDS = 100_000
+
+
+def _dims(text: str):
+    return tuple(int(value) for value in text.split(","))
+
+
+def _engine_launches(kernel, grid, block, make_args, repeat: int, shared: int = 0) -> Dict[str, object]:
+    """First launch of each engine, then `repeat` interleaved launches of both; launch seconds (perf_counter)."""
+    from emulator.machine.codegen import ProgramCode
+    row: Dict[str, object] = {}
+    started = time.perf_counter()
+    kernel.launch(grid, block, make_args(), shared, engine="interpreter")
+    row["interpreter_first_seconds"] = time.perf_counter() - started
+    started = time.perf_counter()
+    stats = kernel.launch(grid, block, make_args(), shared, engine="compiled")
+    row["compiled_first_seconds"] = time.perf_counter() - started
+    code = kernel.program.__dict__.get("_gpuemu_code")
+    row["compile_seconds"] = code.compile_seconds if isinstance(code, ProgramCode) else None
+    times = {"interpreter": [], "compiled": []}
+    outputs = {}
+    for _ in range(max(1, repeat)):
+        for engine in times:
+            args = make_args()
+            started = time.perf_counter()
+            kernel.launch(grid, block, args, shared, engine=engine)
+            times[engine].append(time.perf_counter() - started)
+            outputs[engine] = [arg.tobytes() for arg in args if isinstance(arg, np.ndarray)]
+    row["interpreter_seconds"] = float(np.median(times["interpreter"]))
+    row["compiled_seconds"] = float(np.median(times["compiled"]))
+    row["second_launch_compile_seconds"] = code.compile_seconds - row["compile_seconds"] if code else None
+    row["thread_instructions"] = stats.thread_instructions
+    row["identical"] = outputs["interpreter"] == outputs["compiled"]
+    return row
+
+
+def engines(repeat: int, only=None) -> List[Dict[str, object]]:
+    """The five GPUOcelot workloads and the serial loop in this process, both engines."""
+    from emulator.runtime.module import Device, Module
+    from emulator.runtime.spec import parse_arg
+    rows = []
+    print(f"\nin process (Kernel.launch), medians of {repeat} interleaved launches; the first launch (with the "
+          "compile) apart")
+    print(f"{'workload':18s} {'ocelot s':>8s} {'interp s':>8s} {'compiled s':>10s} {'x interp':>8s} "
+          f"{'compiled /s':>11s} {'x ocelot':>8s} {'compile s':>9s}  outputs")
+    for workload in WORKLOADS:
+        if workload.name not in OCELOT_SECONDS or (only and only not in workload.name):
+            continue
+        with tempfile.TemporaryDirectory() as temp:
+            rng = np.random.default_rng(zlib.crc32(workload.name.encode()))
+            specs = workload.make_args(rng, Path(temp))
+            module = Module((EXAMPLES / workload.ptx).read_text(), str(EXAMPLES / workload.ptx), Device())
+            kernel = module.kernel(workload.kernel)
+            row = _engine_launches(kernel, _dims(workload.grid), _dims(workload.block),
+                                   lambda: [parse_arg(spec, temp) for spec in specs], repeat, workload.shared)
+        row["workload"] = workload.name
+        row["ocelot_seconds"] = OCELOT_SECONDS[workload.name]
+        rows.append(row)
+        _engine_line(row)
+    if not only or "serial" in only:
+        module = Module((ROOT / "bench" / "serial_loop.ptx").read_text(), "serial_loop.ptx", Device())
+        kernel = module.kernel("serial_loop")
+        row = _engine_launches(kernel, (1, 1, 1), (1, 1, 1),
+                               lambda: [np.zeros(1, dtype=np.uint32), np.uint32(SERIAL_ROUNDS)], repeat)
+        row["workload"] = f"serial loop {SERIAL_ROUNDS // 1000}k"
+        rows.append(row)
+        _engine_line(row)
+    return rows
+
+
+def _engine_line(row) -> None:
+    ocelot = row.get("ocelot_seconds")
+    compile_seconds = row["compile_seconds"] or 0.0
+    print(f"{row['workload']:18s} {ocelot if ocelot else '-':>8} {row['interpreter_seconds']:8.4f} "
+          f"{row['compiled_seconds']:10.4f} {row['interpreter_seconds'] / row['compiled_seconds']:8.1f} "
+          f"{row['thread_instructions'] / row['compiled_seconds']:11.2e} "
+          f"{(ocelot / row['compiled_seconds']) if ocelot else float('nan'):8.1f} {compile_seconds:9.2f}  "
+          f"{'identical' if row['identical'] else 'DIFFER'}", flush=True)
+
+
 def run_workload(workload: Workload, directory: Path, backend: str, counters: bool) -> Dict[str, object]:
     rng = np.random.default_rng(zlib.crc32(workload.name.encode()))
     args = workload.make_args(rng, directory)
@@ -181,7 +267,16 @@ def main(argv=None) -> int:
     parser.add_argument("--no-stats", action="store_true",
                         help="run without --stats (by default every memory-system counter is on)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per workload; the fastest is reported")
+    parser.add_argument("--engines-repeat", type=int, default=7,
+                        help="interleaved in-process launches per engine for the engines table (the median)")
+    parser.add_argument("--no-engines", action="store_true", help="leave out the in-process engines table")
+    parser.add_argument("--engines-only", action="store_true", help="only the in-process engines table")
     options = parser.parse_args(argv)
+    if options.engines_only:
+        rows = engines(options.engines_repeat, options.only)
+        Path(options.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(options.json).write_text(json.dumps({"engines": rows}, indent=2) + "\n")
+        return 0 if all(row["identical"] for row in rows) else 1
     baseline = {}
     if options.compare:
         baseline = {row["workload"]: row for row in json.loads(Path(options.compare).read_text())["results"]}
@@ -212,10 +307,14 @@ def main(argv=None) -> int:
         if row["workload"] in baseline and "wall_seconds" in baseline[row["workload"]]:
             line += f"  {baseline[row['workload']]['wall_seconds'] / row['wall_seconds']:.2f}x"
         print(line, flush=True)
+    engine_rows = [] if options.no_engines else engines(options.engines_repeat, options.only)
     Path(options.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(options.json).write_text(json.dumps({"results": results}, indent=2) + "\n")
-    return 1 if any("error" in row or str(row.get("check", "")).startswith("WRONG") for row in results) else 0
+    Path(options.json).write_text(json.dumps({"results": results, "engines": engine_rows}, indent=2) + "\n")
+    failed = any("error" in row or str(row.get("check", "")).startswith("WRONG") for row in results)
+    return 1 if failed or not all(row["identical"] for row in engine_rows) else 0
 
 
 if __name__ == "__main__":
+    # the first compiled launch in this process compiles for real: a cache of the bench's own
+    os.environ["GPUEMU_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuemu-bench-cache-")
     sys.exit(main())

@@ -24,6 +24,10 @@ def add_command(commands) -> None:
     run.add_argument("--json", help="write the run's statistics as JSON")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress bar and no summary line on stderr")
+    run.add_argument("--engine", choices=("auto", "compiled", "interpreter"), default=None,
+                     help="compiled: straight-line code runs as generated C; interpreter: numpy only; auto (default, "
+                          "or $GPUEMU_ENGINE): compiled once a kernel has done enough work or is in the cache. "
+                          "--stats, --check, --trace and --schedule run in the interpreter")
     for feature in FEATURES:
         feature.add_arguments(run)
     run.set_defaults(handler=command_run)
@@ -69,7 +73,7 @@ def _run(options, module, kernel, args, grid, block, outputs: RunOutputs, name: 
         stats = kernel.launch(grid, block, args, options.shared, max_steps=options.max_steps or DEFAULT_MAX_STEPS,
                               max_dynamic_shared=options.max_dynamic_shared,
                               observer=combine(*(observer for _, observer in attached)), policy=policy,
-                              progress=progress, move_arguments=True)
+                              progress=progress, move_arguments=True, engine=options.engine)
     report = stats.as_dict()
     report["status"] = "ok"
     finding = None

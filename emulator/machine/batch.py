@@ -15,6 +15,7 @@ from emulator.machine import executors
 from emulator.machine.addressing import Addressing
 from emulator.machine.barriers import Barriers
 from emulator.machine.calls import Calls
+from emulator.machine.codegen import BatchCode
 from emulator.machine.config import LaunchConfig
 from emulator.machine.lanes import ALL, count_of, lanes_of, subselect
 from emulator.machine.specials import special_value
@@ -57,9 +58,10 @@ class Batch:
     """Architectural state of a batch of CTAs and the scheduler that runs it to completion."""
 
     def __init__(self, config: LaunchConfig, program: ir.Program, memory: Memory, cta_start: int, n_ctas: int, *,
-                 layout: BatchLayout, uniform, observer=None, policy=None):
+                 layout: BatchLayout, uniform, observer=None, policy=None, code=None):
         """layout: the thread indices of n_ctas CTAs (shared by the launch's batches of that size); uniform: the
-        program's launch-uniform registers (emulator.ir.uniform)."""
+        program's launch-uniform registers (emulator.ir.uniform); code: the program's compiled straight-line code
+        (emulator.machine.codegen.ProgramCode), which then runs the fast path's stretches."""
         self.config = config
         self.program = program
         self.memory = memory
@@ -111,12 +113,14 @@ class Batch:
         self.spin = SpinWatch(self)
         self.executors = [self._bind(instr) for instr in program.instrs]
         self.straight_run = self._straight_runs(program.instrs)
+        self.compiled = BatchCode(code, self) if code is not None else None
 
     # ---- services the executors use ----
     def release(self) -> None:
         """Drop the per-thread state now: executors and the batch refer to each other, so without this the
         arrays live until the cycle collector runs and every later batch faults in fresh pages."""
         self.executors = []
+        self.compiled = None
         self.regs = []
         self._specials = {}
         self.rpc = self.status = self.resume_pc = self.bar_wait = self.cc = None
@@ -271,15 +275,28 @@ class Batch:
         spin_limit = self.spin_limit
         fast = observer is None or not observer.per_instruction
         straight_run = self.straight_run
+        compiled = self.compiled
         while True:
+            if compiled is not None and not rotating and fast:
+                looped = compiled.loop(pc, sel, others, backward, SPIN_ROTATE)
+                if looped is not None:
+                    pc, sel, others, backward = looped
+                    lanes = count_of(sel, self.n)
+                    warps = self._warps_in(sel)
+                    if pc >= others:
+                        self.rpc[sel] = pc
+                        return
             if fast and straight_run[pc] > 1:
                 end = min(pc + straight_run[pc], others)
                 if turn_limit is not None:
                     end = min(end, pc + turn_limit - turn)
                 if end > pc and self.steps + (end - pc) <= max_steps:
-                    for index in range(pc, end):
-                        self.steps += 1
-                        execs[index](sel)
+                    if compiled is not None:
+                        compiled.run(pc, end, sel)
+                    else:
+                        for index in range(pc, end):
+                            self.steps += 1
+                            execs[index](sel)
                     count = end - pc
                     self.warp_instructions += warps * count
                     self.thread_instructions += lanes * count

@@ -27,6 +27,8 @@ class CCore:
         self._layout = None
         self._struct = None
         self._keep_alive = None
+        self._state_of = None
+        self._state = None
 
     def _memory(self, layout: Layout):
         if layout is self._layout:
@@ -60,6 +62,17 @@ class CCore:
         struct.n_threads = layout.n_threads
         self._layout, self._struct, self._keep_alive = layout, struct, (layout, buffers)
         return struct
+
+    def state(self, layout: Layout):
+        """(addresses of the C memory struct for layout, of gm_load, gm_store and gm_atomic) for generated code that
+        calls the core directly (emulator.machine.codegen)."""
+        ffi, lib = self._ffi, self._lib
+        struct = self._memory(layout)
+        if self._state_of is not struct:
+            self._state_of = struct
+            self._state = tuple(int(ffi.cast("uintptr_t", pointer)) for pointer in (
+                struct, ffi.addressof(lib, "gm_load"), ffi.addressof(lib, "gm_store"), ffi.addressof(lib, "gm_atomic")))
+        return self._state
 
     def _threads(self, threads):
         return self._ffi.NULL if threads is None else self._ffi.from_buffer("int64_t[]", threads)
@@ -388,6 +401,13 @@ class Memory:
         if found:
             self._raise(found, "atomic", np.dtype(dtype).itemsize, addr, threads)
         return old.view(dtype)
+
+    def core_state(self):
+        """The C core's (memory struct, gm_load, gm_store, gm_atomic) addresses for the current layout, or None on the numpy
+        core; valid until the next allocation or set_windows."""
+        if self.backend != "c":
+            return None
+        return self._core.state(self._current_layout())
 
     # ---- counting, with this memory's backend ----
     def shared_wavefronts(self, addr, threads, width: int, bank_bytes: int = 4):

@@ -14,6 +14,7 @@ from emulator.frontend.sass.program import SassProgram
 from emulator.ir.uniform import uniform_registers
 from emulator.machine.batch import Batch, BatchLayout
 from emulator.machine.calls import stack_window_bytes
+from emulator.machine.codegen import program_code, resolve_engine
 from emulator.machine.config import LaunchConfig
 from emulator.machine.stops import MachineStop, StepLimit
 from emulator.runtime import budget
@@ -70,8 +71,9 @@ class Launch:
 
     def __init__(self, kernel, grid, block, dynamic_shared: int, *, observer=None, policy=None,
                  max_dynamic_shared: Optional[int] = None, arch: Union[str, int, None] = None,
-                 spin_limit: Optional[int] = None):
+                 spin_limit: Optional[int] = None, engine: Optional[str] = None):
         self.kernel = kernel
+        self.engine = resolve_engine(engine)
         self.program = kernel.program
         self.device = kernel.module.device
         self.memory = self.device.memory
@@ -218,13 +220,16 @@ class Launch:
         self.local_sink = _align16(local_bytes)
         cta = 0
         remaining = max_steps
+        code = program_code(self.program, self.uniform_registers(), self.engine, self.memory, self.observer,
+                            self.policy)
         while cta < total_ctas:
             count = min(ctas_per_batch, total_ctas - cta)
             self.memory.set_windows(n_ctas=count, threads_per_cta=config.padded_threads_per_cta,
                                     shared_bytes=self.shared_sink + sink if sink else self.shared_bytes,
                                     local_bytes=self.local_sink + sink if sink else local_bytes)
             batch = Batch(config, self.program, self.memory, cta, count, layout=self.batch_layout(count),
-                          uniform=self.uniform_registers(), observer=self.observer, policy=self.policy)
+                          uniform=self.uniform_registers(), observer=self.observer, policy=self.policy,
+                          code=code)
             if self.observer is not None:
                 self.observer.begin_batch(batch)
             try:

@@ -266,7 +266,8 @@ class Kernel:
                observer=None, policy=None, max_dynamic_shared: Optional[int] = None,
                batch_bytes: int = DEFAULT_BATCH_BYTES, arch: Union[str, int, None] = None,
                spin_limit: Optional[int] = None, progress=None,
-               environment: Optional[Dict[int, int]] = None, move_arguments: bool = False) -> LaunchStats:
+               environment: Optional[Dict[int, int]] = None, move_arguments: bool = False,
+               engine: Optional[str] = None) -> LaunchStats:
         """Run the kernel; numpy array arguments are copied to the device and written back in place.
 
         observer: an emulator.observe.Observer (statistics, traces, checkers, debugger); policy: a
@@ -274,12 +275,15 @@ class Kernel:
         lowest-pc-first choice of the next group of threads. arch and spin_limit default to the device's.
         progress: called with (CTAs done, CTAs in all) after each batch of CTAs. environment: the values of
         %envreg0..31 (a driver's; a cooperative launch's grid-sync workspace is %envreg1:%envreg2).
+        engine: "compiled" runs straight-line code as generated C, "interpreter" in numpy, "auto" (the default, or
+        GPUEMU_ENGINE) compiles a kernel once it has done enough work or when it is already in the cache; with an
+        observer or a scheduling policy the interpreter runs it (emulator.machine.codegen).
         move_arguments: the arrays' host pages may be given back while their copies are on the device (for arrays
         the caller made only to pass: less memory at once; their contents are undefined if the launch fails). A
         launch whose memory would exceed the device's max_memory is refused before it starts (LaunchError
         CUDA_ERROR_OUT_OF_MEMORY)."""
         launch = Launch(self, dim3(grid, "grid"), dim3(block, "block"), shared, observer=observer, policy=policy,
-                        max_dynamic_shared=max_dynamic_shared, arch=arch, spin_limit=spin_limit)
+                        max_dynamic_shared=max_dynamic_shared, arch=arch, spin_limit=spin_limit, engine=engine)
         launch.environment = dict(environment or {})
         return launch.run(list(args), max_steps=max_steps, batch_bytes=batch_bytes, progress=progress,
                           move_arguments=move_arguments)

@@ -1,0 +1,323 @@
+"""The compiled engine: straight-line stretches of a program run as generated C (emit.py, build.py) in the batch's fast
+path, in place of the per-instruction numpy executors; everything else stays with the interpreter.
+
+A batch keeps its scheduling (lowest pc first, divergence, reconvergence), its counters and its faults exactly: a
+compiled stretch runs the same instructions for the same lanes in the same order, and an instruction that faults
+has changed nothing when the generated code returns, so the interpreter runs it again and reports the fault itself.
+"""
+from __future__ import annotations
+
+import os
+from typing import List, Optional
+
+import numpy as np
+
+from emulator import ir
+from emulator.base.errors import UsageError
+from emulator.machine.codegen.build import CompileError, build_module, compiler
+from emulator.machine.codegen.emit import Generated, generate
+from emulator.machine.lanes import ALL
+from emulator.machine.specials import special_value
+from emulator.machine.states import INF
+
+ENGINES = ("auto", "compiled", "interpreter")
+#: under "auto", how much interpreted work a program does before it is compiled, in thread-instructions (about a
+#: nanosecond each to the interpreter) with a scheduler step (about 10 microseconds) weighing STEP_WEIGHT: about what
+#: compiling it costs (0.15 s and 5 ms an instruction), so that a kernel never pays much more than twice the better
+#: engine's time
+STEP_WEIGHT = 10_000
+AUTO_THRESHOLD = 150_000_000
+AUTO_THRESHOLD_PER_INSTRUCTION = 5_000_000
+#: what a unit returns for a pc it has no code for (never, unless the generator is wrong)
+NOT_COMPILED = -(1 << 63)
+
+
+def resolve_engine(engine: Optional[str]) -> str:
+    """The engine asked for, GPUEMU_ENGINE when None, "auto" when neither says."""
+    chosen = engine if engine is not None else (os.environ.get("GPUEMU_ENGINE") or "auto")
+    if chosen not in ENGINES:
+        source = "engine" if engine is not None else "GPUEMU_ENGINE"
+        raise UsageError(f"{source}={chosen!r}: choose one of {', '.join(ENGINES)}")
+    return chosen
+
+
+class ProgramCode:
+    """One program's generated code, compiled when first needed (at once for "compiled", after AUTO_THRESHOLD of
+    interpreted work, or at once when the compiled module is already in the cache, for "auto")."""
+
+    def __init__(self, program: ir.Program, uniform, eager: bool):
+        self.program = program
+        self.uniform = frozenset(uniform)
+        self.generated: Optional[Generated] = None
+        self.units_at: Optional[List] = None
+        self.ffi = self.lib = None
+        self.loops = {}
+        self.compile_seconds = 0.0
+        self.failed: Optional[str] = None
+        self.work = 0
+        self.probed = False
+        self.generated_source: Optional[Generated] = None
+        self._scratch = None
+        self.eager = eager
+        if eager:
+            self.compile()
+
+    @property
+    def ready(self) -> bool:
+        return self.lib is not None
+
+    def compile(self, cached_only: bool = False) -> None:
+        """Generate and compile (cached_only: only load an already compiled module, from this process or the cache)."""
+        if self.ready or self.failed:
+            return
+        generated = self.generated_source or generate(self.program, self.uniform)
+        self.generated_source = generated
+        try:
+            built = build_module(generated.source, [unit.name for unit in generated.units],
+                                 [f"gx_loop_{head}" for head in generated.loops], cached_only=cached_only)
+            if built is None:
+                return
+            self.ffi, self.lib, self.compile_seconds = built
+        except CompileError as error:
+            if self.eager:
+                raise UsageError(f"the compiled engine cannot run {self.program.name}: {error}") from None
+            self.failed = str(error)
+            return
+        units_at = [None] * len(self.program.instrs)
+        for unit in generated.units:
+            entry = (unit, getattr(self.lib, unit.name))
+            for pc in range(unit.start, unit.end):
+                units_at[pc] = entry
+        self.loops = {head: (self.program.instrs[branch], getattr(self.lib, f"gx_loop_{head}"))
+                      for head, branch in generated.loops.items()}
+        self.generated, self.units_at = generated, units_at
+
+    def scratch(self, n: int):
+        """Buffers for n lanes (addresses, threads, bytes for the memory core; registers a region may put back),
+        kept for the next batch: fresh pages for every batch would cost more than the work."""
+        if self._scratch is None or self._scratch[0].size < n:
+            self._scratch = (np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.int64),
+                             np.empty(n * 32, dtype=np.uint8),
+                             np.empty(max(1, self.generated.saved_registers * n), dtype=np.uint64))
+        return self._scratch
+
+    def interpreted(self, steps: int, thread_instructions: int) -> bool:
+        """Count interpreted work under "auto"; whether the code is (now) compiled. The first call looks for the
+        compiled module in the cache (a kernel an earlier run compiled runs compiled at once)."""
+        if not self.probed:
+            self.probed = True
+            self.compile(cached_only=True)
+            if self.ready:
+                return True
+        self.work += steps * STEP_WEIGHT + thread_instructions
+        if self.work >= max(AUTO_THRESHOLD, AUTO_THRESHOLD_PER_INSTRUCTION * len(self.program.instrs)):
+            self.compile()
+        return self.ready
+
+
+def program_code(program: ir.Program, uniform, engine: str, memory, observer, policy) -> Optional[ProgramCode]:
+    """The program's code for a launch, or None when it runs in the interpreter: engine "interpreter"; under an
+    observer (its hooks see each instruction and access) or a scheduling policy; on the numpy memory core; for
+    SASS; without a C compiler under "auto" (under "compiled" that is an error)."""
+    if engine == "interpreter" or observer is not None or policy is not None:
+        return None
+    if memory.backend != "c" or getattr(program, "arch", None) is not None:
+        if engine == "compiled" and memory.backend != "c":
+            raise UsageError("the compiled engine needs gpuemu's C memory core, which is not built")
+        return None
+    if compiler() is None:
+        if engine == "compiled":
+            raise UsageError("the compiled engine needs a C compiler and Python's headers; none was found")
+        return None
+    cached = program.__dict__.get("_gpuemu_code")
+    if cached is not None and cached.uniform == frozenset(uniform):
+        if engine == "compiled":
+            cached.eager = True
+            cached.compile()
+        return cached
+    code = ProgramCode(program, uniform, eager=engine == "compiled")
+    program.__dict__["_gpuemu_code"] = code
+    return code
+
+
+class BatchCode:
+    """A program's compiled units bound to one batch: its register arrays, specials and static addresses."""
+
+    def __init__(self, code: ProgramCode, batch):
+        self.code = code
+        self.batch = batch
+        self.bound = False
+        self.park = None
+
+    def _bind(self) -> None:
+        code, batch = self.code, self.batch
+        ffi = code.ffi
+        generated = code.generated
+        registers = set()
+        for unit in generated.units:
+            registers.update(unit.registers)
+        self.regs = ffi.new("void *[]", max(1, len(batch.regs)))
+        for index in registers:
+            self.regs[index] = ffi.cast("void *", batch.regs[index].ctypes.data)
+        keep = []
+        self.specials = ffi.new("void *[]", max(1, len(generated.specials)))
+        for name, slot in generated.specials.items():
+            value = np.ascontiguousarray(special_value(batch, name), dtype=np.uint32)
+            if value.shape != (batch.n,):
+                raise RuntimeError(f"special register %{name} is not one value per thread")
+            keep.append(value)
+            self.specials[slot] = ffi.cast("void *", value.ctypes.data)
+        scalars = np.zeros(max(1, len(generated.scalar_specials)), dtype=np.uint64)
+        for name, slot in generated.scalar_specials.items():
+            value = special_value(batch, name)
+            if callable(value) or np.ndim(value) != 0:
+                raise RuntimeError(f"special register %{name} is not one value per batch")
+            scalars[slot] = int(value)
+        statics = np.zeros(max(1, len(generated.statics)), dtype=np.uint64)
+        for slot, (symbol, space, offset) in enumerate(generated.statics):
+            if symbol is not None:
+                address, _ = batch.addressing.symbol_access(symbol, space, offset)
+            else:
+                address, _ = batch.addressing.absolute_access(offset, space)
+            statics[slot] = address & ((1 << 64) - 1)
+        context = ffi.new("gx_context *")
+        context.statics = ffi.cast("uint64_t *", statics.ctypes.data)
+        context.scalars = ffi.cast("uint64_t *", scalars.ctypes.data)
+        context.const_base = batch.config.const_base
+        context.param_base = batch.config.param_base
+        if any(unit.has_memory for unit in generated.units):
+            addresses, threads, data, save = code.scratch(batch.n)
+            context.save = ffi.cast("uint64_t *", save.ctypes.data)
+            context.addresses = ffi.cast("uint64_t *", addresses.ctypes.data)
+            context.threads = ffi.cast("int64_t *", threads.ctypes.data)
+            context.data = ffi.cast("uint8_t *", data.ctypes.data)
+        self.context = context
+        self._keep = (keep, scalars, statics)
+        self._memory_state = None
+        self.bound = True
+
+    def _refresh_memory(self) -> None:
+        state = self.batch.memory.core_state()
+        if state is not self._memory_state:
+            ffi = self.code.ffi
+            self._memory_state = state
+            self.context.memory = ffi.cast("void *", state[0])
+            self.context.load = ffi.cast("void *", state[1])
+            self.context.store = ffi.cast("void *", state[2])
+            self.context.atomic = ffi.cast("void *", state[3])
+
+    def run(self, pc: int, end: int, sel) -> None:
+        """Instructions pc up to end (straight-line, of one function) for the lanes of sel, as the interpreter's fast
+        path runs them: batch.steps counts each, and a faulting instruction is reported by its executor."""
+        batch = self.batch
+        execs = batch.executors
+        code = self.code
+        if not code.ready:
+            if not code.failed:
+                code.interpreted(end - pc, (end - pc) * (batch.n if sel is ALL else len(sel)))
+            if not code.ready:
+                for index in range(pc, end):
+                    batch.steps += 1
+                    execs[index](sel)
+                return
+        if not self.bound:
+            self._bind()
+        ffi = code.ffi
+        if sel is ALL:
+            pointer, n = ffi.NULL, batch.n
+        else:
+            pointer, n = ffi.from_buffer("int64_t[]", sel), len(sel)
+        units_at = code.units_at
+        while pc < end:
+            entry = units_at[pc]
+            if entry is None:
+                batch.steps += 1
+                execs[pc](sel)
+                pc += 1
+                continue
+            unit, function = entry
+            stop = min(end, unit.end)
+            if unit.has_memory:
+                self._refresh_memory()
+            result = function(pc, stop, pointer, n, self.regs, self.specials, self.context)
+            pc = self._after(result, unit, pc, stop, sel)
+
+    def _after(self, result: int, unit, pc: int, stop: int, sel) -> int:
+        """Where a unit's run from pc (to stop) left off, the interpreter finishing what the unit handed back: the
+        instruction that needs its fault report, or a region to run again."""
+        batch = self.batch
+        execs = batch.executors
+        if result >= 0:
+            batch.steps += result - pc + 1
+            execs[result](sel)
+            return result + 1
+        if result == -1:
+            batch.steps += stop - pc
+            return stop
+        if result == NOT_COMPILED:
+            raise RuntimeError(f"compiled unit {unit.name} has no code for pc {pc}")
+        redo = -2 - result
+        batch.steps += redo - pc
+        for index in range(redo, min(stop, unit.region_end[redo])):
+            batch.steps += 1
+            execs[index](sel)
+        return min(stop, unit.region_end[redo])
+
+    def loop(self, pc: int, sel, others: int, backward: int, rotate_limit: int):
+        """Rounds of the compiled loop whose head is pc, for as long as the scheduler would keep the group in it and
+        no check is due (the step limit, the spin watch, the rotation after rotate_limit backward branches while
+        other groups wait). Returns None when no round ran, else (pc, sel, others, backward): pc is the head again,
+        the branch (the body handed an instruction to the interpreter) or the pc after the branch (every lane
+        left the loop)."""
+        code = self.code
+        batch = self.batch
+        entry = code.loops.get(pc) if code.ready else None
+        if entry is None:
+            return None
+        branch, function = entry
+        if others <= branch.pc:
+            return None
+        per_round = branch.pc - pc + 1
+        rounds = (batch.max_steps - batch.steps) // per_round
+        if batch.spin_limit:
+            rounds = min(rounds, batch.spin.next_check - batch.backward_branches - 1)
+        rotate_left = rotate_limit - backward - 1
+        if rounds <= 0 or rotate_left <= 0:
+            return None
+        if not self.bound:
+            self._bind()
+        unit = code.units_at[pc][0]
+        if unit.has_memory:
+            self._refresh_memory()
+        ffi = code.ffi
+        lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else np.array(sel, dtype=np.int64)
+        if self.park is None:
+            self.park = np.empty(batch.n, dtype=np.int64)
+            self.info = np.zeros(8, dtype=np.int64)
+        info = self.info
+        function(ffi.from_buffer("int64_t[]", lanes), len(lanes), rounds, rotate_left, int(others != INF),
+                 self.regs, self.specials, self.context, ffi.from_buffer("int64_t[]", self.park),
+                 ffi.from_buffer("int64_t[]", info))
+        done, warp_sum, lane_sum, result, remaining, parked, left, rotated = (int(value) for value in info)
+        batch.steps += done * per_round
+        batch.warp_instructions += warp_sum * per_round
+        batch.thread_instructions += lane_sum * per_round
+        continued = done - left
+        if batch.spin_limit:
+            batch.backward_branches += continued
+        backward += rotated
+        if parked:
+            batch.rpc[self.park[:parked]] = branch.pc + 1
+            others = min(others, branch.pc + 1)
+        sel = lanes[:remaining].copy() if remaining < batch.n else ALL
+        if result != -1:
+            next_pc = self._after(result, unit, pc, branch.pc, sel)
+            if next_pc != branch.pc:
+                raise RuntimeError(f"compiled loop at pc {pc} stopped inside its body")
+            count = branch.pc - pc
+            batch.warp_instructions += batch._warps_in(sel) * count
+            batch.thread_instructions += (batch.n if sel is ALL else len(sel)) * count
+            return branch.pc, sel, others, backward
+        if done == 0:
+            return None
+        return (branch.pc + 1 if left else pc), sel, others, backward
