@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "_core.h"
+#include "_integer_atomics.h"
 
 #define CANONICAL_NAN_F32 0x7fffffffu
 #define DEFAULT_NAN_F64 0xfff8000000000000ull
@@ -591,28 +592,6 @@ static int type_width(int type)
     return 4;
 }
 
-static uint64_t integer_apply(int op, int type, uint64_t old, uint64_t a, uint64_t mask)
-{
-    int is_signed = type == GM_TYPE_S32 || type == GM_TYPE_S64;
-    uint64_t sign_bit = (mask >> 1) + 1;
-    switch (op) {
-    case GM_OP_ADD: return (old + a) & mask;
-    case GM_OP_EXCH: return a;
-    case GM_OP_AND: return old & a;
-    case GM_OP_OR: return old | a;
-    case GM_OP_XOR: return old ^ a;
-    case GM_OP_INC: return old >= a ? 0 : (old + 1) & mask;
-    case GM_OP_DEC: return (old == 0 || old > a) ? a : old - 1;
-    case GM_OP_MIN:
-    case GM_OP_MAX: {
-        uint64_t ko = is_signed ? old ^ sign_bit : old, ka = is_signed ? a ^ sign_bit : a;
-        int take_a = op == GM_OP_MIN ? ka < ko : ka > ko;
-        return take_a ? a : old;
-    }
-    default: return old;
-    }
-}
-
 /* `space` is the lane's resolved space (never generic). */
 static uint64_t atomic_apply(int op, int type, uint64_t old, uint64_t a, uint64_t b, int space)
 {
@@ -629,7 +608,7 @@ static uint64_t atomic_apply(int op, int type, uint64_t old, uint64_t a, uint64_
     case GM_TYPE_BF16X2: return packed_apply(op, (uint32_t)old, (uint32_t)a, 1);
     case GM_TYPE_F16: return half_apply(op, (uint32_t)old, (uint32_t)a, 0);
     case GM_TYPE_BF16: return half_apply(op, (uint32_t)old, (uint32_t)a, 1);
-    default: return integer_apply(op, type, old, a, mask);
+    default: return gm_integer_apply(op, type == GM_TYPE_S32 || type == GM_TYPE_S64, old, a, mask);
     }
 }
 

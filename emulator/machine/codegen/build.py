@@ -25,27 +25,12 @@ from typing import Dict, Optional
 from cffi import FFI
 
 from emulator.base.cache import Cache, digest
+from emulator.machine.codegen.emit import CONTEXT
 
 #: exact IEEE arithmetic: no fast-math, no contraction of a*b+c into an fma, wrapping signed integers; -O1 because -O2
 #: ran matmul's generated code about 5 % faster at twice the compile time
 COMPILE_ARGS = ("-O1", "-fPIC", "-fno-fast-math", "-ffp-contract=off", "-fno-strict-aliasing", "-fwrapv",
                 "-fno-math-errno")
-DECLARATIONS = """
-typedef struct {
-    const void *memory;
-    void *load;
-    void *store;
-    void *atomic;
-    uint64_t *addresses;
-    int64_t *threads;
-    uint8_t *data;
-    const uint64_t *statics;
-    const uint64_t *scalars;
-    uint64_t *save;
-    uint64_t const_base;
-    uint64_t param_base;
-} gx_context;
-"""
 UNIT_SIGNATURE = "int64_t {name}(int64_t, int64_t, const int64_t *, int64_t, void **, void **, gx_context *);"
 LOOP_SIGNATURE = ("int64_t {name}(int64_t *, int64_t, int64_t, int64_t, int64_t, void **, void **, gx_context *, "
                   "int64_t *, int64_t *);")
@@ -94,7 +79,7 @@ def build_module(source: str, unit_names, loop_names=(), *, cached_only: bool = 
         ffi, lib = _LOADED[key]
         return ffi, lib, 0.0
     ffi = FFI()
-    ffi.cdef(DECLARATIONS + "\n".join(UNIT_SIGNATURE.format(name=name) for name in unit_names) + "\n"
+    ffi.cdef(CONTEXT + "\n".join(UNIT_SIGNATURE.format(name=name) for name in unit_names) + "\n"
              + "\n".join(LOOP_SIGNATURE.format(name=name) for name in loop_names))
     ffi.set_source(module_name, source)
     started = time.perf_counter()

@@ -32,21 +32,11 @@ SCALAR_SPECIALS = {"ntid": 32, "nctaid": 32, "nwarpid": 32, "nsmid": 32, "dynami
                    "nclusterid": 32, "gridid": 64}
 _PTX_FAMILIES = frozenset(id(family) for family in FAMILIES)
 
-_CORE_HEADER = (Path(__file__).resolve().parents[2] / "memory" / "_core.h").read_text(encoding="utf-8")
+_CORE_HEADER = "".join((Path(__file__).resolve().parents[2] / "memory" / name).read_text(encoding="utf-8")
+                       for name in ("_core.h", "_integer_atomics.h"))
 
-PRELUDE = _CORE_HEADER + r"""
-#include <stdint.h>
-#include <string.h>
-#include <math.h>
-
-typedef struct { int64_t lane; int32_t kind; int32_t space; } gx_fault;
-typedef int (*gx_load_fn)(const void *, int, const uint64_t *, const int64_t *, int64_t, int, uint8_t *, uint64_t,
-                          gx_fault *);
-typedef int (*gx_atomic_fn)(const void *, int, int, int, const uint64_t *, const int64_t *, int64_t, const uint8_t *,
-                            const uint8_t *, uint64_t, uint8_t *, uint64_t, gx_fault *);
-typedef int (*gx_store_fn)(const void *, int, const uint64_t *, const int64_t *, int64_t, int, const uint8_t *,
-                           uint64_t, gx_fault *);
-typedef struct {
+#: what a unit's function reaches beside the registers (the cffi declarations of build.py name it too)
+CONTEXT = """typedef struct {
     const void *memory;
     void *load;
     void *store;
@@ -60,7 +50,21 @@ typedef struct {
     uint64_t const_base;
     uint64_t param_base;
 } gx_context;
+"""
 
+PRELUDE = _CORE_HEADER + r"""
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+typedef struct { int64_t lane; int32_t kind; int32_t space; } gx_fault;
+typedef int (*gx_load_fn)(const void *, int, const uint64_t *, const int64_t *, int64_t, int, uint8_t *, uint64_t,
+                          gx_fault *);
+typedef int (*gx_atomic_fn)(const void *, int, int, int, const uint64_t *, const int64_t *, int64_t, const uint8_t *,
+                            const uint8_t *, uint64_t, uint8_t *, uint64_t, gx_fault *);
+typedef int (*gx_store_fn)(const void *, int, const uint64_t *, const int64_t *, int64_t, int, const uint8_t *,
+                           uint64_t, gx_fault *);
+""" + CONTEXT + r"""
 #define LANES(...) \
     if (sel) { for (int64_t i_ = 0; i_ < n; i_++) { const int64_t t = sel[i_]; __VA_ARGS__ } } \
     else { for (int64_t t = 0; t < n; t++) { __VA_ARGS__ } }
@@ -154,26 +158,9 @@ static inline uint32_t gx_ftz_result(float r, double v) {
         return v < 0 ? 0x80000000u : 0u;
     return (b & 0x7f800000u) ? b : (b & 0x80000000u);
 }
-/* the memory core's integer atomics (integer_apply), for the lanes whose checks pass inline */
+/* the memory core's integer atomics, for the lanes whose checks pass inline */
 static inline uint64_t gx_atomic_int(int op, int is_signed, uint64_t old, uint64_t a, uint64_t b, uint64_t mask) {
-    uint64_t sign_bit = (mask >> 1) + 1;
-    switch (op) {
-    case GM_OP_CAS: return old == a ? b : old;
-    case GM_OP_ADD: return (old + a) & mask;
-    case GM_OP_EXCH: return a;
-    case GM_OP_AND: return old & a;
-    case GM_OP_OR: return old | a;
-    case GM_OP_XOR: return old ^ a;
-    case GM_OP_INC: return old >= a ? 0 : (old + 1) & mask;
-    case GM_OP_DEC: return (old == 0 || old > a) ? a : old - 1;
-    case GM_OP_MIN:
-    case GM_OP_MAX: {
-        uint64_t ko = is_signed ? old ^ sign_bit : old, ka = is_signed ? a ^ sign_bit : a;
-        int take_a = op == GM_OP_MIN ? ka < ko : ka > ko;
-        return take_a ? a : old;
-    }
-    default: return old;
-    }
+    return op == GM_OP_CAS ? (old == a ? b : old) : gm_integer_apply(op, is_signed, old, a, mask);
 }
 static inline uint32_t gx_minmax32(uint32_t xb, uint32_t yb, int larger) {
     int xn = gx_nan32(xb), yn = gx_nan32(yb);
@@ -1271,7 +1258,7 @@ def _loop_function(head: int, branch: ir.Instr, unit: UnitPlan) -> str:
     lanes, then the branch; lanes that fall through wait at the branch's next pc (parked), the rest go round.
     Stops after max_rounds rounds, when every lane falls through, or when the body needs the interpreter."""
     reg, negated = branch.guard
-    taken = f"(p[t] == 0)" if negated else f"(p[t] != 0)"
+    taken = "(p[t] == 0)" if negated else "(p[t] != 0)"
     return f"""
 int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rotate_left, int64_t others_finite,
                        void **R, void **S, gx_context *ctx, int64_t *park, int64_t *info)
