@@ -17,12 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Optional, Union
 
 import numpy as np
 import pytest
+
+from emulator.base.files import write_atomically
 
 _UPDATE = {"golden": False}
 
@@ -105,23 +106,6 @@ def _same_trace(produced: str, golden: str) -> bool:
     return head_a == head_b
 
 
-def _replace_text(path: Path, text: str) -> None:
-    """Write path whole under a temporary name and rename it into place: tests running at once (pytest-xdist's
-    workers) that read or write the same golden file never see half of one."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
 def assert_trace_matches(ptx: Union[str, os.PathLike], launch, golden: Union[str, os.PathLike], *,
                          update: Optional[bool] = None, context: int = 3) -> None:
     """Run the launch with a trace and compare it with the golden file (write it with --update-golden)."""
@@ -131,7 +115,7 @@ def assert_trace_matches(ptx: Union[str, os.PathLike], launch, golden: Union[str
     if update if update is not None else _UPDATE["golden"]:
         golden.parent.mkdir(parents=True, exist_ok=True)
         if not golden.exists() or golden.read_text() != produced:
-            _replace_text(golden, produced)
+            write_atomically(str(golden), ".tmp", lambda stream: stream.write(produced), binary=False)
         return
     if not golden.exists():
         pytest.fail(f"golden trace {golden} does not exist: run pytest --update-golden to record it", pytrace=False)

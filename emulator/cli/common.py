@@ -5,13 +5,13 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from typing import List, Optional
 
 import numpy as np
 
 from emulator.base.errors import UsageError
+from emulator.base.files import write_atomically
 from emulator.base.sources import read_program
 from emulator.frontend import cuda
 from emulator.runtime.spec import default_arguments, parse_arg
@@ -52,27 +52,8 @@ def parse_dims(text: str, what: str):
     return tuple(values)
 
 
-def _write_atomically(path: str, suffix: str, write, binary: bool) -> None:
-    """Write through a temporary file in the same directory, then rename it over path, so a reader never sees half
-    a file; the file gets the permissions the umask gives a new file, not mkstemp's private 0600."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=directory, suffix=suffix)
-    try:
-        with os.fdopen(handle, "wb" if binary else "w") as stream:
-            write(stream)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
-
-
 def write_npy_atomically(path: str, array: np.ndarray) -> None:
-    _write_atomically(path, ".npy.tmp", lambda stream: np.save(stream, array, allow_pickle=False), binary=True)
+    write_atomically(path, ".npy.tmp", lambda stream: np.save(stream, array, allow_pickle=False), binary=True)
 
 
 def positive_int(text: str) -> int:
@@ -122,7 +103,7 @@ def write_json_atomically(path: str, data: dict) -> None:
     def write(stream) -> None:
         json.dump(data, stream, indent=2, sort_keys=True, default=str)
         stream.write("\n")
-    _write_atomically(path, ".json.tmp", write, binary=False)
+    write_atomically(path, ".json.tmp", write, binary=False)
 
 
 def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
