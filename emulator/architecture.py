@@ -20,7 +20,8 @@ class Layer:
 LAYERS: Tuple[Layer, ...] = (
     Layer("data", 0, ("grammars", "isa"),
           "grammar text; the instruction tables and every instruction's semantics as pure numpy functions"),
-    Layer("base", 1, ("emulator.base",), "errors, text safe to print, the private signed cache, source files, files written whole"),
+    Layer("base", 1, ("emulator.base",),
+          "errors, text safe to print, the private signed cache, source files, files written whole"),
     Layer("ir", 2, ("emulator.ir",), "the lowered program every front end produces and the machine runs"),
     Layer("memory", 2, ("emulator.memory",), "address spaces, allocations, the C memory core and its numpy twin"),
     Layer("accel", 2, ("emulator.accel",), "compiled arithmetic helpers isa's functions may use"),
