@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -308,6 +309,31 @@ def test_pause_stops_a_kernel_that_runs_on(client, tmp_path):
     client.request("configurationDone")
     assert client.request("pause", threadId=1)["success"]
     assert client.event("stopped")["body"]["reason"] == "pause"
+
+
+def test_a_pause_sent_with_configuration_done_stops_the_launch_it_precedes(client, tmp_path):
+    """configurationDone and pause in one write: the adapter reads the pause before the launch has made its engine,
+    and must still stop the kernel (it runs for ever otherwise; the timer ends a hung adapter so the test fails)."""
+    program = tmp_path / "count.ptx"
+    program.write_text(COUNT_FOREVER)
+    assert client.request("initialize", adapterID="gpuemu", linesStartAt1=True)["success"]
+    assert client.request("launch", program=str(program), grid=[1, 1, 1], block=[32, 1, 1], cwd=str(ROOT),
+                          args=[])["success"]
+    client.event("initialized")
+    frames = b""
+    for command in ("configurationDone", "pause"):
+        client.seq += 1
+        body = json.dumps({"seq": client.seq, "type": "request", "command": command,
+                           "arguments": {"threadId": 1} if command == "pause" else {}}).encode()
+        frames += _framed(body)
+    watchdog = threading.Timer(60, client.process.kill)
+    watchdog.start()
+    try:
+        client.process.stdin.write(frames)
+        client.process.stdin.flush()
+        assert client.event("stopped")["body"]["reason"] == "pause"
+    finally:
+        watchdog.cancel()
 
 
 def _adapter_with_stderr():

@@ -234,6 +234,9 @@ class DapServer:
         self.data_watches = []
         self.filters = {"fault", "check"}
         self.done = False
+        #: a pause read while no kernel ran yet (one sent right after configurationDone's answer, before the
+        #: launch made its engine): the launch it precedes stops at once; answering the pause clears it
+        self.pause_pending = False
 
     # ---- the wire ----
     def send(self, message: dict) -> None:
@@ -280,8 +283,10 @@ class DapServer:
             if message is None:
                 self.requests.put(None)
                 return
-            if message.get("command") == "pause" and self.session is not None and self.session.engine is not None:
-                self.session.engine.interrupt = True
+            if message.get("command") == "pause":
+                self.pause_pending = True
+                if self.session is not None and self.session.engine is not None:
+                    self.session.engine.interrupt = True
             self.requests.put(message)
 
     def serve(self) -> int:
@@ -428,6 +433,8 @@ class DapServer:
     def _start(self) -> None:
         session = self.session
         session.launch(stdout=_Output(self))
+        if self.pause_pending:
+            session.engine.interrupt = True
         self.say(f"[Launch of CUDA Kernel {session.kernels} ({session._kernel_title()}) on Device 0]")
         self._report(session.engine.start(Plan("continue")))
 
@@ -518,6 +525,7 @@ class DapServer:
         self._go(request, arguments, reverse="reverse-continue")
 
     def on_pause(self, request, arguments) -> None:
+        self.pause_pending = False
         self.respond(request)
 
     def on_disconnect(self, request, arguments) -> None:
