@@ -106,7 +106,7 @@ def choose_ptx(entries: List[Entry], device_arch: int, what: str) -> Entry:
     arch = cubins[-1]
     raise FatbinError(f"{what}: the fat binary holds only SASS ({archs}) and no PTX; gpuemu runs PTX: rebuild with "
                       f"-gencode arch=compute_{arch},code=[sm_{arch},compute_{arch}] "
-                      f"(or plain nvcc without -arch=sm_XX)")
+                      f"(-arch=sm_{arch} alone embeds the PTX too; code=sm_{arch} alone does not)")
 
 
 def ptx_kernels(text: str) -> List[str]:
