@@ -176,6 +176,19 @@ MBARRIER_DOUBLE_COUNT = FUZZED_HEADER + """.visible .entry k()
 WMMA_LOAD_LONG_FRAGMENT = WMMA_LOAD_SHORT_FRAGMENT.replace(
     "%r<4>", "%r<6>").replace("m8n32k16.global.bf16 {%r3}", "m32n8k16.global.s8 {%r2, %r2, %r3, %r4, %r5}")
 
+PARAM_LOAD_FROM_A_FUNCTION = FUZZED_HEADER + """.func (.param .b32 r) f()
+{
+    st.param.b32 [r], 0;
+    ret;
+}
+.visible .entry k()
+{
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [f];
+    ret;
+}
+"""
+
 WMMA_BF16_FROM_S8 = WMMA_NINE_DESTINATIONS.replace(
     "s32.s8.s8.s32.satfinite {%r14, %r14,", "bf16.s8.s8.s32 {%r14,")
 
@@ -212,6 +225,7 @@ SHFL_INTO_SPECIAL_REGISTER = FUZZED_HEADER + """.visible .entry k()
     (WMMA_BF16_FROM_S8, 13, "wmma.mma with .s8 inputs accumulates in .s32, not .bf16/.s32"),
     (VPRINTF_WITHOUT_ARGUMENTS, 15, "vprintf takes 2 arguments, not 0"),
     (SHFL_INTO_SPECIAL_REGISTER, 9, "special register '%laneid' cannot be a destination"),
+    (PARAM_LOAD_FROM_A_FUNCTION, 12, "'f' is a function: it has no .param address"),
     (WMMA_NINE_DESTINATIONS, 13, "the d fragment of wmma.mma .m16n16k16 .s32 takes 8 registers, not 9"),
     (WMMA_LOAD_SHORT_FRAGMENT, 10, "a wmma .m8n32k16 a fragment of .bf16 takes 2 registers, not 1"),
     (MBARRIER_DOUBLE_COUNT, 11, "malformed operands"),

@@ -185,6 +185,8 @@ class AddressPlan:
         offset = ref.offset
         effective = memory_semantics.effective_address
         if ref.symbol is not None:
+            if ref.symbol.space == "func" and space not in ("generic", "global"):
+                raise batch.lowering_error(instr, f"'{ref.symbol.name}' is a function: it has no .{space} address")
             self.static, self.space = batch.addressing.symbol_access(ref.symbol, space, ref.offset)
         elif ref.base is None:
             self.static, self.space = batch.addressing.absolute_access(ref.offset, space)
