@@ -11,7 +11,8 @@ distributed = pytest.importorskip("distributed")
 
 from emulator.base.errors import LaunchError  # noqa: E402
 from emulator.cli import main, parallel  # noqa: E402
-from emulator.cli.parallel import LaunchJob, RemoteError, run_schedules  # noqa: E402
+from emulator.cli.parallel import RemoteError, run_schedules  # noqa: E402
+from test_parallel import oob_job  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKS = ROOT / "tests" / "kernels" / "checks.ptx"
@@ -41,16 +42,6 @@ def test_schedules_on_the_cluster_give_the_report_outputs_and_status_of_one_proc
     assert here.returncode == there.returncode == 1 and here.stderr == there.stderr
     assert "outputs differ between schedules (2 distinct results over seeds 0-5)" in there.stderr
     assert (tmp_path / "here" / "arg1.npy").read_bytes() == (tmp_path / "there" / "arg1.npy").read_bytes()
-
-
-def oob_job(**changes) -> LaunchJob:
-    """oob_write over 2 x 64 threads into 100 ints: threads 100..127 write past the buffer under every schedule."""
-    fields = dict(text=CHECKS.read_text(), source_name=str(CHECKS), kernel="oob_write", constants=(),
-                  args=(np.zeros(100, np.int32), np.int32(100)), grid=(2, 1, 1), block=(64, 1, 1), shared=0,
-                  max_dynamic_shared=None, max_steps=10 ** 6, arch=90, spin_limit=100_000, backend="auto",
-                  max_memory=None, contract=True)
-    fields.update(changes)
-    return LaunchJob(**fields)
 
 
 def test_a_fault_and_an_error_on_the_cluster_read_as_in_this_process(scheduler):
