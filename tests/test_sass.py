@@ -221,6 +221,9 @@ def test_parameter_types_come_from_the_mangled_name():
     assert parameter_types("_Z3foov") == []
     assert parameter_types("kernel") is None
     assert parameter_types("_Z3bar4int2") is None
+    # from the fuzzer (seed 3262584139): a name that ends inside a pointer type recursed for ever
+    assert parameter_types("_Z13setRowReadRowP") is None
+    assert parameter_types("_Z3fooPK") is None
 
 
 def test_fermi_pointers_are_32_bit_words_at_0x20():

@@ -36,6 +36,8 @@ class _Reader:
     def type(self) -> Tuple[str, int]:
         """One <type>: ('ptr', 0) for pointers and references, ('class', 0) for a by-name type, else a builtin."""
         code = self.peek()
+        if not code:  # "" is in every string: without this a trailing P would recurse for ever
+            raise ValueError(f"{self.text} ends inside a type")
         if code in "PR":
             self.take()
             self.type()
