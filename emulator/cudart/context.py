@@ -13,7 +13,9 @@ import numpy as np
 
 from ..api import Device, Module
 from ..errors import DeviceError, GpuemuError, LaunchError
+from ..frontend.sass.cubin import CubinError
 from ..runtime.arguments import ArgumentTypeWarning
+from ..runtime.module import CubinModule
 from . import codes, fatbin, observers
 from .codes import CudaError
 from .properties import DeviceProperties
@@ -334,20 +336,37 @@ class Context:
 
     def module_of(self, binary: FatBinary) -> Module:
         if binary.module is None:
+            cubin = None
             if binary.ptx is None:
                 try:
-                    entry = fatbin.choose_ptx(binary.entries, self.properties.arch_number, binary.name)
-                    binary.ptx = entry.text()
+                    entry = fatbin.choose_image(binary.entries, self.properties.arch_number, binary.name)
                 except fatbin.FatbinError as error:
                     raise CudaError(codes.NO_KERNEL_IMAGE, str(error)) from None
-            try:
-                binary.module = Module(binary.ptx, binary.name, self.device)
-            except GpuemuError as error:
-                raise CudaError(codes.INVALID_PTX, f"cannot load the PTX of {binary.name}: {error}") from None
+                if entry.kind == fatbin.KIND_PTX:
+                    binary.ptx = entry.text()
+                else:
+                    cubin = entry
+            if cubin is not None:
+                binary.module = self.cubin_module(binary, cubin.data(), cubin.arch)
+            else:
+                try:
+                    binary.module = Module(binary.ptx, binary.name, self.device)
+                except GpuemuError as error:
+                    raise CudaError(codes.INVALID_PTX, f"cannot load the PTX of {binary.name}: {error}") from None
             for variable in self.variables.values():
                 if variable.binary is binary and variable.managed_pointer:
                     self._place_managed_variable(variable)
         return binary.module
+
+    def cubin_module(self, binary: FatBinary, image: bytes, arch: int) -> Module:
+        """A module from a cubin's SASS (a fat binary without PTX, or cuModuleLoadData of a cubin)."""
+        try:
+            program = binary.name[:-len(".ptx")] if binary.name.endswith(".ptx") else binary.name
+            return CubinModule(image, f"{program} (sm_{arch} cubin)", self.device)
+        except CubinError as error:
+            raise CudaError(codes.NO_KERNEL_IMAGE, f"{error}; or {fatbin.rebuild_hint(arch)}") from None
+        except GpuemuError as error:
+            raise CudaError(codes.NO_KERNEL_IMAGE, f"cannot run the SASS of {binary.name}: {error}") from None
 
     def _place_managed_variable(self, variable: Variable) -> None:
         address, size = binary_symbol(self.module_of(variable.binary), variable.name)

@@ -8,6 +8,7 @@ import numpy as np
 
 from emulator.base.errors import UsageError
 from emulator.cudart import ptxlink
+from emulator.frontend.sass import cubin
 
 from . import codes, context, fatbin, runtime
 from .binding import Implementations
@@ -262,8 +263,11 @@ def _load_image(cell, image: bytes, name: str) -> None:
     if image[:4] == fatbin.CONTAINER_MAGIC.to_bytes(4, "little"):
         binary.entries = fatbin.parse_container(image)
     elif image[:4] == fatbin.ELF_MAGIC:
-        raise CudaError(209, f"{name} is a cubin (SASS for one GPU); gpuemu runs PTX: load the PTX instead (from "
-                        f"NVRTC, nvrtcGetPTX rather than nvrtcGetCUBIN)")
+        try:
+            arch = cubin.Cubin(image, name).arch
+        except cubin.CubinError as error:
+            raise CudaError(codes.INVALID_IMAGE, str(error)) from None
+        binary.module = state.cubin_module(binary, image, arch)
     else:
         binary.ptx = image.split(b"\0", 1)[0].decode("utf-8", "replace")
     state.binaries[handle] = binary
@@ -280,7 +284,11 @@ def _image_bytes(image) -> bytes:
     if int.from_bytes(head[:4], "little") == fatbin.WRAPPER_MAGIC:
         return b"".join(fatbin.read_wrapper(start))
     if head[:4] == fatbin.ELF_MAGIC:
-        return head
+        try:
+            size = cubin.image_size(lambda offset, count: ctypes.string_at(start + offset, count), "cubin image")
+        except cubin.CubinError as error:
+            raise CudaError(codes.INVALID_IMAGE, str(error)) from None
+        return ctypes.string_at(start, size)
     return ctypes.string_at(start)
 
 

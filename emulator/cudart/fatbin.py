@@ -95,18 +95,35 @@ def read_wrapper(address: int) -> List[bytes]:
 def choose_ptx(entries: List[Entry], device_arch: int, what: str) -> Entry:
     """The PTX entry to run: the newest virtual arch not above the device's, else the oldest; a clear error when the
     fat binary holds only cubins."""
+    entry = choose_image(entries, device_arch, what)
+    if entry.kind != KIND_PTX:
+        raise FatbinError(f"{what}: the fat binary holds only SASS (sm_{entry.arch}) and no PTX, and PTX is needed "
+                          f"here; {rebuild_hint(entry.arch)}")
+    return entry
+
+
+def choose_image(entries: List[Entry], device_arch: int, what: str) -> Entry:
+    """What to run: the PTX entry of the newest virtual arch not above the device's (else the oldest PTX); without
+    PTX, the cubin of the newest arch not above the device's, which runs from its SASS listing."""
     ptx = [entry for entry in entries if entry.kind == KIND_PTX]
     if ptx:
         fitting = [entry for entry in ptx if entry.arch <= device_arch]
         return max(fitting, key=lambda e: e.arch) if fitting else min(ptx, key=lambda e: e.arch)
-    cubins = sorted({entry.arch for entry in entries if entry.kind == KIND_CUBIN})
+    cubins = [entry for entry in entries if entry.kind == KIND_CUBIN]
     if not cubins:
         raise FatbinError(f"{what}: the fat binary holds no PTX and no cubin")
-    archs = ", ".join(f"sm_{arch}" for arch in cubins)
-    arch = cubins[-1]
-    raise FatbinError(f"{what}: the fat binary holds only SASS ({archs}) and no PTX; gpuemu runs PTX: rebuild with "
-                      f"-gencode arch=compute_{arch},code=[sm_{arch},compute_{arch}] "
-                      f"(-arch=sm_{arch} alone embeds the PTX too; code=sm_{arch} alone does not)")
+    fitting = [entry for entry in cubins if entry.arch <= device_arch]
+    if not fitting:
+        archs = ", ".join(sorted({f"sm_{entry.arch}" for entry in cubins}))
+        raise FatbinError(f"{what}: the fat binary holds only SASS for {archs}, newer than the emulated device "
+                          f"(sm_{device_arch}); {rebuild_hint(max(entry.arch for entry in cubins))}")
+    return max(fitting, key=lambda e: e.arch)
+
+
+def rebuild_hint(arch: int) -> str:
+    """How to build a program whose fat binary gpuemu can run without cuobjdump."""
+    return (f"rebuild with -gencode arch=compute_{arch},code=[sm_{arch},compute_{arch}] to embed PTX "
+            f"(-arch=sm_{arch} alone embeds the PTX too; code=sm_{arch} alone does not)")
 
 
 def ptx_kernels(text: str) -> List[str]:

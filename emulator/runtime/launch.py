@@ -96,7 +96,7 @@ class Launch:
         self.environment: Dict[int, int] = {}
         self.const_base = kernel.module.const_base
         self.const_size = kernel.module.const_size
-        self.module_banks = getattr(kernel.module, "banks", {})
+        self.module_banks = kernel.module.launch_banks() if hasattr(kernel.module, "launch_banks") else {}
         #: the CTA's shared window: the driver's reserved kilobyte, then the static and dynamic bytes
         self.shared_bytes = ir.SHARED_RESERVED_BYTES + self.program.static_shared + self.dynamic_shared
         self.param_base = 0
@@ -162,7 +162,7 @@ class Launch:
                               f"{limit}{advice}")
         if self.program.param_bytes > PARAM_LIMIT:
             raise LaunchError("CUDA_ERROR_INVALID_VALUE", f"{self.program.param_bytes} bytes of parameters")
-        if isinstance(self.program, SassProgram) and self.program.uses_shared:
+        if isinstance(self.program, SassProgram) and self.program.uses_shared and not self.program.shared_size_known:
             # a listing does not say how much static shared memory its kernel declares: it gets the 48 KB a CTA
             # may use without opting in (or its dynamic size, if larger)
             self.shared_bytes = max(self.shared_bytes, SHARED_DEFAULT_LIMIT)
@@ -204,7 +204,7 @@ class Launch:
         banks = {}
         if isinstance(self.program, SassProgram):
             banks = constant_banks(self.program, self.grid, self.block, self.dynamic_shared, parameters,
-                                   self.module_banks)
+                                   self.module_banks, self.environment)
         return LaunchConfig(self.grid, self.block, self.dynamic_shared, self.shared_bytes, self.arch,
                             self.spin_limit, self.const_base, self.const_size, self.param_base,
                             self.program.param_bytes, self.grid_id, self.device.write_stdout, banks,

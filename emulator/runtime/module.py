@@ -377,6 +377,101 @@ class SassModule(Module):
                              f"{CONSTANT_BANKS - 1} hold {BANK_BYTES} bytes each; bank 0 belongs to the launch)")
         self.banks.setdefault(bank, np.zeros(BANK_BYTES, dtype=np.uint8))[offset:offset + raw.size] = raw
 
+    def launch_banks(self) -> Dict[int, np.ndarray]:
+        """The constant banks (other than the launch's bank 0) a launch of this module's code reads."""
+        return self.banks
+
+
+class CubinModule(SassModule):
+    """A cubin (SASS for one GPU, as a fat binary may hold it alone) run from its cuobjdump listing: the ELF's
+    __device__ variables are allocated and initialised, its __constant__ bank (3) lives in device memory where
+    cudaMemcpyToSymbol writes it, and bank 4 holds the variables' addresses as the driver relocates them."""
+
+    def __new__(cls, image: bytes = b"", source_name: str = "<cubin>", device: Optional[Device] = None,
+                listing: Optional[str] = None):
+        return object.__new__(cls)
+
+    def __init__(self, image: bytes, source_name: str = "<cubin>", device: Optional[Device] = None,
+                 listing: Optional[str] = None):
+        from emulator.frontend.sass import cubin as elf
+        self.cubin = elf.Cubin(image, source_name)
+        if listing is None:
+            tool = elf.find_disassembler()
+            if tool is None:
+                raise elf.CubinError(f"{source_name}: running SASS from a cubin takes the CUDA toolkit's cuobjdump, "
+                                     f"which is not installed (not on PATH, $CUDA_HOME/bin or /usr/local/cuda/bin)")
+            listing = elf.disassemble(self.cubin, tool)
+        super().__init__(listing, source_name, device)
+        memory = self.device.memory
+        self.const_size = max(self.cubin.section_size(elf.CONSTANT_SECTION), 4)
+        self.const_base = memory.alloc(self.const_size, kind="const", name="__constant__")
+        memory.write(self.const_base, np.frombuffer(self.cubin.section_bytes(elf.CONSTANT_SECTION)
+                                                    or bytes(self.const_size), dtype=np.uint8))
+        section_bases = {}
+        for section in elf.GLOBAL_SECTIONS:
+            size = self.cubin.section_size(section)
+            if size:
+                section_bases[section] = memory.alloc(size, align=256, name=section)
+                memory.write(section_bases[section], np.frombuffer(self.cubin.section_bytes(section), dtype=np.uint8))
+        for name, symbol in self.cubin.variables().items():
+            if symbol.section == elf.CONSTANT_SECTION:
+                self.symbols[name] = ir.SymbolInfo(name, "const", symbol.value, symbol.size, 1)
+            else:
+                self.symbols[name] = ir.SymbolInfo(name, "global", section_bases[symbol.section] + symbol.value,
+                                                   symbol.size, 1)
+        self.address_bank = self._relocated_addresses(section_bases)
+
+    def _relocated_addresses(self, section_bases) -> np.ndarray:
+        """Bank 4: the 64-bit addresses nvcc's relocations ask for; a function's address reads as 0 (the call
+        through it is refused where it runs)."""
+        from emulator.frontend.sass import cubin as elf
+        bank = np.zeros(BANK_BYTES, dtype=np.uint8)
+        for relocation in self.cubin.relocations:
+            if relocation.section != elf.ADDRESS_BANK_SECTION:
+                continue
+            if relocation.kind != elf.R_CUDA_64 or relocation.offset + 8 > BANK_BYTES:
+                raise elf.CubinError(f"{self.source_name}: relocation type {relocation.kind} of "
+                                     f"'{relocation.symbol.name}' in constant bank 4 is not supported")
+            symbol = self.symbols.get(relocation.symbol.name)
+            target = 0
+            if symbol is not None:
+                target = symbol.address + (self.const_base if symbol.space == "const" else 0)
+            elif relocation.symbol.section in section_bases:
+                target = section_bases[relocation.symbol.section] + relocation.symbol.value
+            value = (target + relocation.addend) if target else 0
+            bank[relocation.offset:relocation.offset + 8] = np.frombuffer(value.to_bytes(8, "little"), np.uint8)
+        return bank
+
+    def program(self, name: str) -> SassProgram:
+        """A kernel lowered with what its cubin says: its parameters, its static shared memory, and a stack of
+        the device's size (cudaLimitStackSize) when it uses local memory."""
+        if name not in self._programs:
+            from emulator.frontend.sass.lower import lower_function
+            function = next(f for f in self.listing.functions if f.name == name)
+            program = lower_function(self.listing, function, self.source_name,
+                                     parameters=self.cubin.kernel_parameters(name))
+            # on sm_90 a kernel's shared section counts the driver's reserved kilobyte in front of its variables
+            program.static_shared = max(self.cubin.section_size(f".nv.shared.{name}") - program.arch.shared_base, 0)
+            program.shared_size_known = True
+            if program.local_bytes:
+                program.local_bytes = max(program.local_bytes, self.device.stack_bytes)
+            self._programs[name] = program
+        return self._programs[name]
+
+    def launch_banks(self) -> Dict[int, np.ndarray]:
+        bank3 = np.zeros(BANK_BYTES, dtype=np.uint8)
+        bank3[:self.const_size] = self.device.memory.read(self.const_base, self.const_size)
+        return {**self.banks, 3: bank3, 4: self.address_bank}
+
+    def global_address(self, name: str) -> Tuple[int, int]:
+        return Module.global_address(self, name)
+
+    def set_symbol(self, name: str, data: np.ndarray) -> None:
+        if _BANK_NAME.match(name.strip()):
+            super().set_symbol(name, data)
+        else:
+            Module.set_symbol(self, name, data)
+
 
 def load_cuda(source, *, device=None, options: Sequence[str] = (), from_file: bool = False,
               name: str = cuda.DEFAULT_NAME, compiler: Optional[str] = None):

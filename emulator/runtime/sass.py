@@ -14,6 +14,8 @@ from emulator.machine.sass import ADDRESS_HIGH, BANK_BYTES
 CONSTANT_BANKS = 18
 #: sm_90 bank 0: the launch's dynamic shared-memory size and the shared memory reserved below user data
 DYNAMIC_SHARED_OFFSET, SHARED_RESERVE_OFFSET = 0x2C, 0x114
+#: sm_90 bank 0: %envreg0..31, one word each (a cooperative launch's grid-sync workspace is envreg1:envreg2)
+ENVIRONMENT_OFFSET = 0x40
 
 
 def _put(bank: np.ndarray, offset: int, value: int, size: int) -> None:
@@ -21,9 +23,9 @@ def _put(bank: np.ndarray, offset: int, value: int, size: int) -> None:
 
 
 def constant_banks(program: SassProgram, grid, block, dynamic_shared: int, parameters: np.ndarray,
-                   module_banks: Dict[int, np.ndarray]) -> Dict[int, np.ndarray]:
-    """A launch's constant banks as byte arrays: bank 0 (launch dimensions, stack, parameters) and the
-    module's __constant__ banks the program reads."""
+                   module_banks: Dict[int, np.ndarray], environment: Dict[int, int]) -> Dict[int, np.ndarray]:
+    """A launch's constant banks as byte arrays: bank 0 (launch dimensions, stack, parameters, on sm_90 the
+    environment registers) and the module's __constant__ banks the program reads."""
     arch = program.arch
     driver = np.zeros(BANK_BYTES, dtype=np.uint8)
     banks = {0: driver}
@@ -33,6 +35,8 @@ def constant_banks(program: SassProgram, grid, block, dynamic_shared: int, param
     if arch.global_descriptor is not None:
         _put(driver, DYNAMIC_SHARED_OFFSET, dynamic_shared, 4)
         _put(driver, SHARED_RESERVE_OFFSET, arch.shared_base, 4)
+        for number, value in environment.items():
+            _put(driver, ENVIRONMENT_OFFSET + 4 * number, value, 4)
     stack_bank, stack_offset = arch.stack
     banks.setdefault(stack_bank, np.zeros(BANK_BYTES, dtype=np.uint8))
     _put(banks[stack_bank], stack_offset, program.local_bytes, 4)

@@ -11,7 +11,7 @@ the innermost SSY/PBK/PCNT target; RET becomes one compare-and-branch per return
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from emulator import ir
 from emulator.frontend.sass import syntax as S
@@ -27,13 +27,17 @@ from isa.sass import lookup
 
 #: the most bytes of kernel parameters CUDA passes (12.1 and later); constant words past them name no parameter
 PARAMETER_BYTES = 32764
+#: a parameter's type from its size alone, as a cubin gives it (other sizes: bytes)
+SCALAR_PARAM_TYPES = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
 
 
 class _Lowering(OperandLowering, ControlLowering, DataLowering):
     """One function of a listing lowered: the instructions in order, expansions, then the program."""
 
-    def __init__(self, listing: S.Listing, function: S.Function, source: str):
+    def __init__(self, listing: S.Listing, function: S.Function, source: str,
+                 parameters: Optional[Sequence[Tuple[int, int]]] = None):
         self.listing = listing
+        self.parameters = parameters
         self.function = function
         self.source = source
         self.arch = arch_for(function.arch, function.compile_size)
@@ -206,6 +210,8 @@ class _Lowering(OperandLowering, ControlLowering, DataLowering):
         return (frame + 15) // 16 * 16
 
     def _params(self):
+        if self.parameters is not None:
+            return self._known_params()
         arch = self.arch
         types = parameter_types(self.function.name)
         if types is None:
@@ -225,6 +231,17 @@ class _Lowering(OperandLowering, ControlLowering, DataLowering):
             buffer_offset += buffer_size
             bank_offset += bank_size
         return params, buffer_offset, bank_params
+
+    def _known_params(self):
+        """The parameters as the cubin lays them out: bank 0 from the architecture's parameter offset."""
+        params, bank_params, end = [], [], 0
+        for index, (offset, size) in enumerate(self.parameters):
+            ty = SCALAR_PARAM_TYPES.get(size, "b8")
+            align = size if size in SCALAR_PARAM_TYPES else 1
+            params.append(ir.KernelParam(f"param{index}", ty, offset, size, align))
+            bank_params.append((offset, size, self.arch.param_offset + offset, size))
+            end = max(end, offset + size)
+        return params, end, bank_params
 
     def _inferred_param_types(self):
         """Parameters of an unmangled kernel: the constant-bank words past the parameter offset it reads, and
@@ -251,6 +268,8 @@ class _Lowering(OperandLowering, ControlLowering, DataLowering):
         return types
 
 
-def lower_function(listing: S.Listing, function: S.Function, source: str) -> SassProgram:
-    """Lower one `Function :` of a listing to a runnable program."""
-    return _Lowering(listing, function, source).lower()
+def lower_function(listing: S.Listing, function: S.Function, source: str,
+                   parameters: Optional[Sequence[Tuple[int, int]]] = None) -> SassProgram:
+    """Lower one `Function :` of a listing to a runnable program; parameters: each parameter's (offset, size) in
+    order, where the code's cubin says (otherwise they come from the mangled name or the code's reads)."""
+    return _Lowering(listing, function, source, parameters).lower()

@@ -62,6 +62,8 @@ class SassProgram(ir.Program):
     bank_params: Tuple[Tuple[int, int, int, int], ...] = ()   # (buffer offset, size, bank offset, bank size)
     uses_shared: bool = False
     user_banks: Tuple[int, ...] = ()
+    #: static_shared is the kernel's own (from its cubin), not unknown
+    shared_size_known: bool = False
 
 
 def _int(text: str) -> int:

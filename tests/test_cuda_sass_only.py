@@ -1,0 +1,159 @@
+"""Whole CUDA programs whose fat binary holds only SASS (nvcc -gencode arch=compute_90,code=sm_90, no PTX) run on
+gpuemu's libcudart from their cubin: cuobjdump's listing of the code, and the cubin's own ELF tables for variables,
+constant banks 3 and 4 and kernel parameters."""
+import hashlib
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from emulator.frontend.sass.cubin import R_CUDA_64, Cubin, CubinError, find_disassembler
+from test_cuda_programs import COURSE_PROGRAMS, NVCC, PROGRAMS, build_programs
+
+RECORDED = os.path.join(PROGRAMS, "sass_only")
+STAND_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools", "recorded_cuobjdump.py")
+SASS_ONLY = ["-gencode", "arch=compute_90,code=sm_90"]
+#: what a SASS-only build of these programs uses that gpuemu's SASS path does not run: the error names it
+NOT_RUN_AS_SASS = {
+    "printf_assert": "CALL.ABS",
+    "virtual_calls": "indirect branch 'CALL.REL.NOINC'",
+    "wmma_int": "IMMA.16816.S8.S8",
+    "wmma_double": "DMMA.8x8x4",
+    "async_copy": "SYNCS.EXCH.64",
+    "shfl_partial_mask": "ENDCOLLECTIVE",
+}
+#: programs that report what the runtime tells them about their kernels' PTX, which a SASS-only build has none of
+PTX_FACTS = {"occupancy"}
+
+pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+
+
+def _cubins(path):
+    """The cubins of a built program that hold code (the fat binary's kernel images)."""
+    from emulator.cudart import fatbin
+    data = open(path, "rb").read()
+    magic = fatbin.CONTAINER_MAGIC.to_bytes(4, "little")
+    found, start = [], data.find(magic)
+    while start >= 0:
+        for entry in fatbin.parse_container(data[start:]):
+            if entry.kind == fatbin.KIND_CUBIN and b"\0.text." in entry.data():
+                found.append(entry.data())
+        start = data.find(magic, start + 4)
+    return found
+
+
+@pytest.fixture(scope="session")
+def sass_only_programs(tmp_path_factory):
+    """(library directory, programs, PATH that finds a cuobjdump): the course programs built without PTX. Without
+    the CUDA toolkit's cuobjdump, the listings cuobjdump printed on the GPU machine for the same nvcc's cubins
+    stand in for it, when this nvcc builds byte-identical cubins."""
+    names = sorted(name for name, _ in _course()) + ["fault.cu"] + [f"{name}.cu" for name in NOT_RUN_AS_SASS]
+    directory, out = build_programs(tmp_path_factory, sorted(set(names)), SASS_ONLY)
+    path = os.environ.get("PATH", "")
+    if find_disassembler() is None:
+        tools = tmp_path_factory.mktemp("tools")
+        wrapper = tools / "cuobjdump"
+        wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {STAND_IN} \"$@\"\n")
+        wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+        path = f"{tools}{os.pathsep}{path}"
+    return directory, out, path
+
+
+def _course():
+    return [(f"{name}.cu", expected) for name, expected in
+            (getattr(param, "values", param) for param in COURSE_PROGRAMS)
+            if name not in NOT_RUN_AS_SASS and name not in PTX_FACTS and name != "thrust_sort"]
+
+
+def run(programs, name, **environment):
+    directory, out, path = programs
+    if find_disassembler() is None:
+        recorded = json.load(open(os.path.join(RECORDED, "manifest.json")))["listings"]
+        if not all(hashlib.sha256(cubin).hexdigest() in recorded for cubin in _cubins(out / name)):
+            pytest.skip(f"no cuobjdump, and this nvcc's cubin of {name} is not the recorded one (nvcc 13.0.88)")
+    env = dict(os.environ, LD_LIBRARY_PATH=directory, PATH=path, **environment)
+    return subprocess.run([str(out / name)], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("name, expected", [(name[:-3], expected) for name, expected in _course()])
+def test_sass_only_program_passes_its_own_check(sass_only_programs, name, expected):
+    result = run(sass_only_programs, name)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.endswith(expected), result.stdout + result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_sass_only_fault_is_sticky_with_a_report_at_the_listing_line(sass_only_programs):
+    result = run(sass_only_programs, "fault")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stdout == ("launch: cudaSuccess\n"
+                             "synchronize: cudaErrorIllegalAddress (an illegal memory access was encountered)\n"
+                             "next call: cudaErrorIllegalAddress\n")
+    assert "========= Invalid __global__ write of size 4 bytes" in result.stderr
+    assert re.search(r"at overrun\+0x[0-9a-f]+ in fault \(sm_90 cubin\):\d+", result.stderr), result.stderr
+
+
+@pytest.mark.parametrize("name, instruction", sorted(NOT_RUN_AS_SASS.items()))
+def test_sass_only_program_with_unsupported_sass_names_the_instruction(sass_only_programs, name, instruction):
+    result = run(sass_only_programs, name)
+    assert result.returncode != 0
+    assert instruction in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_without_cuobjdump_the_error_says_what_to_install_or_how_to_rebuild(sass_only_programs, tmp_path):
+    directory, out, _ = sass_only_programs
+    env = dict(os.environ, LD_LIBRARY_PATH=directory, PATH=str(tmp_path), CUDA_HOME=str(tmp_path),
+               CUDA_PATH=str(tmp_path))
+    if os.access("/usr/local/cuda/bin/cuobjdump", os.X_OK):
+        pytest.skip("/usr/local/cuda/bin/cuobjdump is installed")
+    result = subprocess.run([str(out / "vector_add")], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 1
+    assert "cudaErrorNoKernelImageForDevice" in result.stdout
+    assert "running SASS from a cubin takes the CUDA toolkit's cuobjdump" in result.stderr
+    assert "-gencode arch=compute_90,code=[sm_90,compute_90]" in result.stderr
+
+
+# ---- the cubin reader against cuobjdump -elf's own decoding (recorded on the GPU machine) ----
+
+def _recorded_elf(name):
+    """The kernel image's part of `cuobjdump -elf` for a program: symbols (name, size, section index), parameters
+    per kernel and constant-bank-4 relocations."""
+    text = open(os.path.join(RECORDED, f"{name}.elf.txt")).read()
+    image = [part for part in text.split("64-bit ELF") if ".text." in part][-1]
+    number = r"(0x[0-9a-f]+|0)\s+"
+    symbols = {(m.group(7), int(m.group(3), 16)) for m in re.finditer(rf"^\s*{number * 6}(\S+)$", image, re.M)}
+    parameters = {}
+    for kernel, body in re.findall(r"^\.nv\.info\.(\S+)\n(.*?)(?=^\S)", image, re.M | re.S):
+        found = re.findall(r"Ordinal : (0x[0-9a-f]+)\tOffset  : (0x[0-9a-f]+)\tSize    : (0x[0-9a-f]+)", body)
+        parameters[kernel] = sorted((int(o, 16), int(off, 16), int(size, 16)) for o, off, size in found)
+    relocations = re.findall(r"^(0x[0-9a-f]+)\s+(\S+)\s+R_CUDA_64\s+0x0$",
+                             image.split(".section .rela.nv.constant4")[1].split(".section")[0]
+                             if ".rela.nv.constant4" in image else "", re.M)
+    return symbols, parameters, {(int(offset, 16), symbol) for offset, symbol in relocations}
+
+
+@pytest.mark.parametrize("name", ["constant_symbol", "pitch_2d", "managed"])
+def test_cubin_tables_read_as_cuobjdump_reads_them(sass_only_programs, name):
+    _, out, _ = sass_only_programs
+    (image,) = _cubins(out / name)
+    cubin = Cubin(image, name)
+    symbols, parameters, relocations = _recorded_elf(name)
+    assert {(symbol.name, symbol.size) for symbol in cubin.symbols if symbol.name} == \
+        {(symbol, size) for symbol, size in symbols if symbol != "(null)"}
+    for kernel, expected in parameters.items():
+        assert [(ordinal, offset, size) for ordinal, (offset, size) in enumerate(cubin.kernel_parameters(kernel))] \
+            == expected
+    assert {(r.offset, r.symbol.name) for r in cubin.relocations if r.section == ".nv.constant4"} == relocations
+    assert all(r.kind == R_CUDA_64 for r in cubin.relocations if r.section == ".nv.constant4")
+    assert cubin.arch == 90
+
+
+@pytest.mark.parametrize("damage", [b"\x7fELF\x01", b"\x7fELF\x02\x01\x01" + bytes(57), b"not an elf at all" * 8])
+def test_a_damaged_cubin_is_one_clear_error(damage):
+    with pytest.raises(CubinError):
+        Cubin(damage, "damaged.cubin")
