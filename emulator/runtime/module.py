@@ -398,8 +398,9 @@ class CubinModule(SassModule):
         if listing is None:
             tool = elf.find_disassembler()
             if tool is None:
-                raise elf.CubinError(f"{source_name}: running SASS from a cubin takes the CUDA toolkit's cuobjdump, "
-                                     f"which is not installed (not on PATH, $CUDA_HOME/bin or /usr/local/cuda/bin)")
+                raise elf.CubinError(f"{source_name}: running SASS from a cubin takes NVIDIA's cuobjdump, which is not "
+                                     f"installed (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm, or the "
+                                     f"CUDA toolkit)")
             listing = elf.disassemble(self.cubin, tool)
         super().__init__(listing, source_name, device)
         memory = self.device.memory

@@ -3,7 +3,6 @@ their SASS listing from the CUDA toolkit's cuobjdump, which gpuemu runs as any l
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import subprocess
 import tempfile
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
 from emulator.base.errors import UsageError
+from emulator.base.toolkit import nvidia_tool
 
 ELF_MAGIC = b"\x7fELF"
 ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
@@ -202,16 +202,12 @@ def image_size(read: Callable[[int, int], bytes], name: str) -> int:
 
 
 def find_disassembler() -> Optional[str]:
-    """cuobjdump from PATH, $CUDA_HOME, $CUDA_PATH or /usr/local/cuda; None when none is installed."""
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root:
-            candidate = os.path.join(root, "bin", "cuobjdump")
-            if os.access(candidate, os.X_OK):
-                return candidate
-    return None
+    """cuobjdump: $GPUEMU_CUOBJDUMP (set and empty: none), else from PATH, the CUDA toolkit or the
+    nvidia-cuda-cuobjdump wheel; None when none is installed."""
+    chosen = os.environ.get("GPUEMU_CUOBJDUMP")
+    if chosen is not None:
+        return chosen or None
+    return nvidia_tool("cuobjdump")
 
 
 def disassemble(cubin: Cubin, tool: str) -> str:
@@ -220,8 +216,12 @@ def disassemble(cubin: Cubin, tool: str) -> str:
         path = os.path.join(directory, "image.cubin")
         with open(path, "wb") as handle:
             handle.write(cubin.data)
+        # cuobjdump runs nvdisasm, which the wheels and the toolkit put beside it
+        search = os.pathsep.join(filter(None, [os.path.dirname(tool), os.path.dirname(nvidia_tool("nvdisasm") or ""),
+                                               os.environ.get("PATH", "")]))
         try:
-            result = subprocess.run([tool, "-sass", path], capture_output=True, timeout=DISASSEMBLE_SECONDS)
+            result = subprocess.run([tool, "-sass", path], capture_output=True, timeout=DISASSEMBLE_SECONDS,
+                                    env=dict(os.environ, PATH=search))
         except (OSError, subprocess.TimeoutExpired) as error:
             raise CubinError(f"{cubin.name}: {tool} -sass did not run: {error}") from None
     if result.returncode != 0:
