@@ -247,6 +247,20 @@ def test_a_long_loop_that_only_changes_registers_finishes():
     assert out[0] == 60000
 
 
+@pytest.mark.parametrize("engine", ["interpreter", "compiled"])
+def test_a_loop_whose_counter_lives_in_local_memory_is_no_livelock(engine):
+    # 40,000 iterations are 4 checks at the default spin limit of 10,000; pcs and registers repeat at every
+    # check, only the local bytes change, so the loop must run to its end
+    iterations = 40_000
+    out = np.zeros(2, np.uint32)
+    emulator.load(ROOT / "tests" / "kernels" / "local_counter.ptx").kernel("local_counter").launch(
+        1, 1, [out, np.uint32(iterations)], engine=engine)
+    running_hash = 0
+    for count in range(1, iterations + 1):
+        running_hash = (running_hash * 3 + count) % 2**32
+    assert out.tolist() == [iterations, running_hash]
+
+
 # ---- init ----
 
 def test_reads_of_shared_memory_nothing_wrote(module):

@@ -45,6 +45,37 @@ REFUSED = {
 }
 ONE_LINE = re.compile(r"^<ptx>:(\d+):(\d+): error: [^\n]+$")
 
+#: special registers are read-only (PTX ISA, "Special Registers"); ptxas refuses each of these writes
+SPECIAL_REGISTER_WRITES = {
+    "mov": ("mov.u32 %laneid, 3;", "%laneid"),
+    "add": ("add.u32 %tid.x, %r1, 1;", "%tid.x"),
+    "ld": ("ld.global.u32 %nctaid.y, [%rd1];", "%nctaid.y"),
+    "ld_vector": ("ld.global.v2.u32 {%r1, %warpid}, [%rd1];", "%warpid"),
+    "cvt": ("cvt.u32.u64 %smid, %rd1;", "%smid"),
+    "setp_pair": ("setp.eq.u32 %p1|%laneid, %r1, 0;", "%laneid"),
+    "atom": ("atom.global.add.u32 %laneid, [%rd1], 1;", "%laneid"),
+    "mov_u64": ("mov.u64 %globaltimer, 1;", "%globaltimer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPECIAL_REGISTER_WRITES))
+def test_a_special_register_as_a_destination_is_a_file_line_col_error_naming_it(case):
+    line, register = SPECIAL_REGISTER_WRITES[case]
+    with pytest.raises(PTXSyntaxError) as caught:
+        load(HEAD + "\t" + line + "\n\tret;\n}\n").kernel("k").launch(1, 32, [np.zeros(4, np.uint32)])
+    assert type(caught.value).__name__ == "PTXSemanticError"
+    assert str(caught.value) == f"<ptx>:11:2: error: {register} is a special register and cannot be written"
+    assert caught.value.exit_status == 2
+
+
+def test_cli_refuses_a_write_to_a_special_register_with_the_ptx_exit_status(tmp_path):
+    source = tmp_path / "k.ptx"
+    source.write_text(HEAD + "\tmov.u32 %laneid, 3;\n\tret;\n}\n")
+    result = subprocess.run([sys.executable, "-m", "emulator", "run", str(source), "--grid", "1", "--block", "32",
+                             "--arg", "zeros:u32:4"], capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{source}:11:2: error: %laneid is a special register and cannot be written" in result.stderr
+
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_ptx_ptxas_refuses_is_a_file_line_col_error(case):
@@ -224,7 +255,7 @@ SHFL_INTO_SPECIAL_REGISTER = FUZZED_HEADER + """.visible .entry k()
     (ATOM_ADD_B16, 10, "atom.add is not defined for .b16"),
     (WMMA_BF16_FROM_S8, 13, "wmma.mma with .s8 inputs accumulates in .s32, not .bf16/.s32"),
     (VPRINTF_WITHOUT_ARGUMENTS, 15, "vprintf takes 2 arguments, not 0"),
-    (SHFL_INTO_SPECIAL_REGISTER, 9, "special register '%laneid' cannot be a destination"),
+    (SHFL_INTO_SPECIAL_REGISTER, 9, "%laneid is a special register and cannot be written"),
     (PARAM_LOAD_FROM_A_FUNCTION, 12, "'f' is a function: it has no .param address"),
     (WMMA_NINE_DESTINATIONS, 13, "the d fragment of wmma.mma .m16n16k16 .s32 takes 8 registers, not 9"),
     (WMMA_LOAD_SHORT_FRAGMENT, 10, "a wmma .m8n32k16 a fragment of .bf16 takes 2 registers, not 1"),

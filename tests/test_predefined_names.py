@@ -308,9 +308,9 @@ def _probe_runner():
     return module
 
 
-#: driver-set words gpuemu does not model: one H100 run read %envreg0 = 58995400, %envreg6 = 1, %envreg10 = 288
-#: (no kernel nvcc writes reads them; cooperative launches' %envreg1:%envreg2 are gpuemu's own grid-sync workspace)
-UNMODELLED = {f"%envreg{i}" for i in range(32)}
+#: driver-set words gpuemu does not model: the H100 read %envreg0 = 58995400, a value that depends on the driver
+#: (no kernel nvcc writes reads it); %envreg6 = 1 and %envreg10 = 288 (= %reserved_smem_offset_end) are modelled
+UNMODELLED = {"%envreg0"}
 
 
 def test_special_registers_shared_layout_and_contraction_match_the_h100_probes():
@@ -330,5 +330,37 @@ def test_special_registers_shared_layout_and_contraction_match_the_h100_probes()
             assert ours["special_registers"][name] == h100["special_registers"][name], name
     assert ours["shared_sizes"] == h100["shared_sizes"]
     assert h100["shared_sizes"]["%aggr_smem_size"] == 1140 and h100["shared_sizes"]["%total_smem_size"] == 128
+    assert h100["special_registers"]["%envreg6"] == [1] * 128
+    assert h100["special_registers"]["%envreg10"] == h100["special_registers"]["%reserved_smem_offset_end"] == [288] * 128
     for key in ("cg_tiles", "contraction_O3", "contraction_debug", "layout"):
         assert ours[key] == h100[key], key
+
+
+ENVREGS_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry envregs(.param .u64 out)
+{
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %envreg0;
+    mov.u32 %r2, %envreg1;
+    mov.u32 %r3, %envreg6;
+    mov.u32 %r4, %envreg10;
+    st.global.v4.u32 [%rd1], {%r1, %r2, %r3, %r4};
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["interpreter", "compiled"])
+def test_envreg6_and_envreg10_read_what_the_h100_driver_set_unless_the_launch_sets_them(engine):
+    # tools/probes_names/h100.json: every thread read %envreg6 = 1 and %envreg10 = 288 (= %reserved_smem_offset_end);
+    # %envreg0 (58995400 there) depends on the driver and reads 0, as do the words the driver left 0
+    out = np.zeros(4, np.uint32)
+    load(ENVREGS_PTX).kernel("envregs").launch(1, 1, [out], engine=engine)
+    assert out.tolist() == [0, 0, 1, 288]
+    load(ENVREGS_PTX).kernel("envregs").launch(1, 1, [out], engine=engine, environment={1: 7, 10: 9})
+    assert out.tolist() == [0, 7, 1, 9]

@@ -11,6 +11,10 @@ from emulator import ir
 RESERVED_SHARED_REGISTERS = {"reserved_smem_offset_begin": 0, "reserved_smem_offset_cap": ir.SHARED_RESERVED_BYTES,
                              "reserved_smem_offset_0": 0, "reserved_smem_offset_1": 0,
                              "reserved_smem_offset_end": 288}
+#: %envreg words the H100's driver (580.159.04) set to the same value in every thread of the probe launch
+#: (tools/probes_names/h100.json): %envreg6 = 1 and %envreg10 = %reserved_smem_offset_end; %envreg0 differs by
+#: driver and is left 0 with the rest. A launch's own environment (a cooperative launch's workspace) overrides them.
+DRIVER_ENVIRONMENT = {6: 1, 10: RESERVED_SHARED_REGISTERS["reserved_smem_offset_end"]}
 
 
 def special_value(batch, name: str):
@@ -73,5 +77,6 @@ def special_value(batch, name: str):
     if base == "gridid":
         return np.uint64(config.grid_id)
     if base.startswith("envreg"):
-        return np.uint32(config.environment.get(int(base[len("envreg"):]), 0))
+        index = int(base[len("envreg"):])
+        return np.uint32(config.environment.get(index, DRIVER_ENVIRONMENT.get(index, 0)))
     return np.uint32(0)

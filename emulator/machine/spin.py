@@ -1,4 +1,4 @@
-"""Livelocks: a batch whose whole state - pcs, registers, thread states, scheduler and memory - comes back
+"""Livelocks: a batch whose whole state - pcs, registers, thread states, scheduler and memory (global, shared and local) - comes back
 exactly as it was can never finish. That is a proof for a deterministic schedule; a loop that still changes
 a register is never called a livelock (it may end: it runs until --max-steps instead)."""
 from __future__ import annotations
@@ -49,7 +49,8 @@ class SpinWatch:
         return digest.digest()
 
     def _memory_digest(self) -> bytes:
-        """A hash of the global allocations and shared windows of the batch."""
+        """A hash of the global allocations and the shared and local windows of the batch (the local windows - local
+        variables, call frames - only where the launch gave its threads any)."""
         batch = self.batch
         digest = hashlib.blake2b(digest_size=32)
         for allocation in batch.memory.allocations():
@@ -58,4 +59,7 @@ class SpinWatch:
         if batch.config.shared_bytes:
             for cta in range(batch.n_ctas):
                 digest.update(np.ascontiguousarray(batch.memory.shared_bytes(cta)).data)
+        local = batch.memory.local_windows()
+        if local.size:
+            digest.update(local.data)
         return digest.digest()

@@ -355,6 +355,12 @@ class Memory:
         start = thread * self._local_stride
         return self._local[start:start + self._local_limit]
 
+    def local_windows(self) -> np.ndarray:
+        """Every thread's local window of the batch, one after another at the window stride (read-only, no copy)."""
+        windows = self._local.view()
+        windows.flags.writeable = False
+        return windows
+
     # ---- device side ----
     def load(self, space: str, addr, threads, width: int) -> np.ndarray:
         """Each lane's `width` bytes (little-endian, as stored) as an (n, width) uint8 array."""

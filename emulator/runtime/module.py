@@ -79,7 +79,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 class Module:
     """A PTX module loaded into a device: globals allocated, constants initialised, kernels on demand."""
 
-    #: make ptxas's FMA contractions when lowering (emulator.ir.contract); False runs the PTX literally
+    #: make ptxas's FMA contractions and folds of .approx constants when lowering (emulator.ir.contract,
+    #: emulator.ir.fold); False runs the PTX literally
     contract = True
 
     def __new__(cls, text: str = "", source_name: str = "<ptx>", device: Optional[Device] = None):
@@ -303,7 +304,8 @@ def load(source: Union[str, bytes, os.PathLike], *, device: Optional[Device] = N
          options: Sequence[str] = (), contract: bool = True) -> Module:
     """Load PTX (or a SASS listing) from a path or from its text; bytes are taken as UTF-8 text. A .cu path, or
     text with language="cuda", is CUDA C++ compiled with the compiler options given (emulator.frontend.cuda).
-    contract=False runs the PTX literally, without the FMA contractions ptxas makes (docs/fidelity.md)."""
+    contract=False runs the PTX literally, without the FMA contractions and the constant folds of .approx
+    instructions ptxas makes (docs/fidelity.md)."""
     module = _read(source, device, language, options)
     module.contract = bool(contract)
     return module

@@ -565,9 +565,20 @@ class KernelLowering:
         framed = [ref for ref in instr.operands if isinstance(ref, ir.SymRef) and self._framed(ref.symbol)]
         if framed:
             return self._frame_address(instr, framed[0], syntax)
+        self._check_destination_writable(instr, syntax)
         self._check_operand_count(instr, syntax)
         self._check_operand_kinds(instr, syntax)
         return instr
+
+    def _check_destination_writable(self, instr: ir.Instr, syntax: S.Instruction) -> None:
+        """Special registers are read-only: ptxas refuses one where an instruction's result goes."""
+        if not _has_destination(instr):
+            return
+        destination = instr.operands[0]
+        written = destination.items if isinstance(destination, ir.VecRef) else (destination,)
+        for ref in written:
+            if isinstance(ref, ir.SpecialRef):
+                raise self.error(syntax.pos, f"%{ref.name} is a special register and cannot be written")
 
     def _frame_address(self, instr: ir.Instr, ref: ir.SymRef, syntax: S.Instruction) -> ir.Instr:
         """`mov.u64 %r, var` of a recursive function's .local/.param variable: the running frame's address of
@@ -671,7 +682,7 @@ class KernelLowering:
                     None if operand.second == "_" else self._reg_operand(operand.second, syntax, scope)]
             for name, ref in zip((operand.first, operand.second), pair):
                 if ref is not None and not isinstance(ref, ir.RegRef):
-                    raise self.error(syntax.pos, f"special register '{name}' cannot be a destination")
+                    raise self.error(syntax.pos, f"{name} is a special register and cannot be written")
             return ir.PredPairRef(*pair)
         if isinstance(operand, S.Imm):
             return ir.ImmRef(operand.kind, operand.value)
