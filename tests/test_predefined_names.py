@@ -5,7 +5,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -255,17 +254,6 @@ def test_counters_do_not_go_backwards():
     out = np.zeros(4, np.uint64)
     load(ptx).kernel().launch(1, 1, [out])
     assert out[2] > out[0] and out[3] > out[1]
-
-
-def nvidia_tool(name):
-    found = shutil.which(name)
-    if found:
-        return found
-    for entry in sys.path:
-        candidate = Path(entry) / "nvidia" / "cu13" / "bin" / name
-        if candidate.exists():
-            return str(candidate)
-    return None
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")

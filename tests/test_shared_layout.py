@@ -8,6 +8,7 @@ import pytest
 
 from emulator.api import load
 from emulator.errors import PTXSemanticError
+from emulator.base.toolkit import nvidia_tool
 
 #: name → (module-scope declarations, kernel-scope declarations, .func-scope declarations or None, variables the
 #: kernel stores the address of, variables the .func stores the address of)
@@ -99,19 +100,6 @@ def addresses(module, names, dynamic=64):
 def test_variables_sit_where_ptxas_puts_them(name):
     ptx, names = layout_ptx(name)
     assert addresses(load(ptx), names) == EXPECTED[name][0]
-
-
-def nvidia_tool(name):
-    found = shutil.which(name)
-    if found:
-        return found
-    import sys
-    from pathlib import Path
-    for entry in sys.path:
-        candidate = Path(entry) / "nvidia" / "cu13" / "bin" / name
-        if candidate.exists():
-            return str(candidate)
-    return None
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None or nvidia_tool("cuobjdump") is None,

@@ -152,14 +152,12 @@ def with_line_locs(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def nvidia_tool(name: str) -> str:
-    found = shutil.which(name)
-    if found:
-        return found
-    for entry in sys.path:
-        candidate = pathlib.Path(entry) / "nvidia" / "cu13" / "bin" / name
-        if candidate.exists():
-            return str(candidate)
-    raise SystemExit(f"{name} not found: pip install nvidia-cuda-{name} (or put it on PATH)")
+    sys.path.insert(0, str(ROOT))
+    from emulator.base import toolkit
+    found = toolkit.nvidia_tool(name)
+    if found is None:
+        raise SystemExit(f"{name} not found: pip install nvidia-cuda-{name} (or put it on PATH)")
+    return found
 
 
 def ptxas(ptx: str, options: Tuple[str, ...], workdir: pathlib.Path) -> pathlib.Path:

@@ -9,6 +9,7 @@ import numpy as np
 from emulator.base.errors import LaunchError
 from emulator.frontend.sass.program import SassProgram
 from emulator.machine.sass import ADDRESS_HIGH, BANK_BYTES
+from emulator.machine.specials import DRIVER_ENVIRONMENT
 
 #: constant banks c[0x0] .. c[0x11], as cuobjdump numbers them (sm_70 on; Fermi's 16 fit inside)
 CONSTANT_BANKS = 18
@@ -35,7 +36,7 @@ def constant_banks(program: SassProgram, grid, block, dynamic_shared: int, param
     if arch.global_descriptor is not None:
         _put(driver, DYNAMIC_SHARED_OFFSET, dynamic_shared, 4)
         _put(driver, SHARED_RESERVE_OFFSET, arch.shared_base, 4)
-        for number, value in environment.items():
+        for number, value in {**DRIVER_ENVIRONMENT, **environment}.items():
             _put(driver, ENVIRONMENT_OFFSET + 4 * number, value, 4)
     stack_bank, stack_offset = arch.stack
     banks.setdefault(stack_bank, np.zeros(BANK_BYTES, dtype=np.uint8))
