@@ -134,3 +134,18 @@ def test_interrupts_at_random_moments_never_leave_a_mixed_directory(tmp_path):
         outcomes.append("whole" if state == value else "before" if state == previous else "removed")
         previous = state if state is not None else previous
     assert len(outcomes) == 6, outcomes
+
+
+def test_a_run_refused_before_its_kernel_loads_removes_the_earlier_runs_buffers(tmp_path):
+    out, report = tmp_path / "out", tmp_path / "out" / "stats.json"
+    assert gpuemu(*vecadd(tmp_path, 1.0, 4096, out, report)).returncode == 0
+    broken = tmp_path / "broken.ptx"
+    broken.write_text(VECADD.read_text().replace("ld.param.u64", "ld.param.u64 junk", 1))
+    refused = gpuemu(*[broken if argument == VECADD else argument for argument in vecadd(tmp_path, 1.0, 4096, out,
+                                                                                         report)])
+    assert refused.returncode == 2 and "broken.ptx:" in refused.stderr
+    assert sorted(path.name for path in out.iterdir()) == ["stats.json"]
+    assert json.loads(report.read_text())["status"] == "error"
+    missing = gpuemu(*[f"@{tmp_path}/nowhere.npy" if str(argument).endswith("b.npy") else argument
+                       for argument in vecadd(tmp_path, 1.0, 4096, out, report)])
+    assert missing.returncode == 2 and json.loads(report.read_text())["status"] == "error"

@@ -243,3 +243,52 @@ def test_cli_error_carries_no_raw_control_characters(tmp_path):
                              "--arg", "zeros:u32:1"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 2
     assert "\x1b" not in result.stderr and "\\x1b" in result.stderr
+
+
+def test_profile_escapes_control_characters_in_a_file_name_in_text_and_html(tmp_path):
+    ptx = tmp_path / "k.ptx"
+    name = "x\x1b]0;PWN\x07\x1b[2J\u202e.cu"
+    ptx.write_text(PTX.replace(".address_size 64\n", f'.address_size 64\n.file 1 "{name}"\n')
+                   .replace("st.global.u32", ".loc 1 3 0\nst.global.u32"))
+    page = tmp_path / "p.html"
+    result = subprocess.run([sys.executable, "-m", "emulator", "profile", str(ptx), "--grid", "1", "--block", "1",
+                             "--arg", "zeros:u32:1", "--html", str(page)], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "x\\x1b]0;PWN\\x07\\x1b[2J\\u202e.cu:3" in result.stdout
+    for text in (result.stdout, result.stderr, page.read_text()):
+        assert not set("\x1b\x07\u202e") & set(text)
+
+
+def test_bidirectional_overrides_are_escaped():
+    from emulator.base.text import printable
+    assert printable("a\u202eb\u2066c\u2069") == "a\\u202eb\\u2066c\\u2069"
+
+
+def test_an_address_space_limit_refuses_a_launch_with_its_figures(tmp_path):
+    import resource
+    limit = 6 << 30
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    result = subprocess.run([sys.executable, "-m", "emulator", "run", str(ROOT / "examples" / "vecadd" / "vecadd.ptx"),
+                             "--kernel", "vecadd", "--grid", "1", "--block", "32", "--arg", "zeros:f32:2000000000",
+                             "--arg", "zeros:f32:32", "--arg", "zeros:f32:32", "--arg", "i32:32", "-q"],
+                            cwd=ROOT, capture_output=True, text=True, preexec_fn=cap)
+    assert result.returncode == 3, result.stderr
+    assert "CUDA_ERROR_OUT_OF_MEMORY" in result.stderr and "needs about 7.5 GiB" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_cuda_libraries_follow_the_cache_settings(monkeypatch, tmp_path):
+    from emulator.cudart import libdir
+    monkeypatch.setenv("GPUEMU_CACHE_DIR", str(tmp_path / "mine"))
+    monkeypatch.delenv("GPUEMU_NO_CACHE", raising=False)
+    assert libdir.cache_root() == str(tmp_path / "mine" / "libs")
+    monkeypatch.setenv("GPUEMU_NO_CACHE", "1")
+    monkeypatch.setattr(libdir, "_private_root", None)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    private = libdir.cache_root()
+    assert os.path.dirname(private) == str(tmp_path) and (os.stat(private).st_mode & 0o777) == 0o700
+    assert libdir.cache_root() == private and not (tmp_path / "mine").exists()

@@ -33,13 +33,13 @@ def add_command(commands) -> None:
 def command_profile(options) -> int:
     if options.top < 0:
         raise UsageError("--top must not be negative")
-    module, kernel, args, grid, block = prepare_launch(options)
     for path, flag in ((options.json, "--json"), (options.html, "--html")):
         if path:
             check_output_path(path, flag)
     stats = MemoryStats(options.bank_mode, capture_shared=True)
     outputs = RunOutputs()
     try:
+        module, kernel, args, grid, block = prepare_launch(options)
         name = plain_name(kernel.program.name)
         with Progress(name, "CTA") as progress:
             launch_stats = kernel.launch(grid, block, args, options.shared,

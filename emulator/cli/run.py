@@ -35,13 +35,13 @@ def add_command(commands) -> None:
 
 def command_run(options) -> int:
     from emulator.runtime.names import plain_name
-    module, kernel, args, grid, block = prepare_launch(options)
     if options.out:
         check_output_directory(options.out, "--out")
     if options.json:
         check_output_path(options.json, "--json")
     outputs = options.outputs = RunOutputs(options.out)
     try:
+        module, kernel, args, grid, block = prepare_launch(options)
         return _run(options, module, kernel, args, grid, block, outputs, plain_name(kernel.name))
     except DeviceError as error:
         trace = (options.trace,) if getattr(options, "trace", None) else ()

@@ -7,8 +7,10 @@ import hashlib
 import os
 import stat
 import sys
+import tempfile
 from typing import Dict, Optional, Tuple
 
+from ..base import cache
 from ..errors import GpuemuError, UsageError
 from . import builder
 
@@ -32,8 +34,18 @@ def build_key() -> str:
 
 
 def cache_root() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "gpuemu", "libs")
+    """libs/ in gpuemu's cache ($GPUEMU_CACHE_DIR, else $XDG_CACHE_HOME/gpuemu or ~/.cache/gpuemu); with
+    GPUEMU_NO_CACHE, a new private directory of this process's own, which nothing reads again."""
+    global _private_root
+    root = cache.cache_root()
+    if root is not None:
+        return os.path.join(str(root), "libs")
+    if _private_root is None:
+        _private_root = tempfile.mkdtemp(prefix="gpuemu-libs-")
+    return _private_root
+
+
+_private_root: Optional[str] = None
 
 
 def unsafe_reason(path: str) -> Optional[str]:

@@ -211,7 +211,7 @@ def render_text(profile: Profile, title: str) -> str:
     for row in profile.rows:
         if isinstance(row, SourceLine):
             text = row.text if row.text is not None else ""
-            out.append(f"{'':>{len(header) - 2}}  // {row.file}:{row.line}  {text}".rstrip())
+            out.append(f"{'':>{len(header) - 2}}  // {printable(row.file)}:{row.line}  {printable(text)}".rstrip())
             continue
         counters = row.counters
         if counters is None:
@@ -246,7 +246,7 @@ def describe_worst(report: LineReport, ptx_path: str) -> str:
     memory = report.memory
     where = f"{os.path.basename(ptx_path)}:{report.line}"
     if report.source is not None:
-        where += f" ({report.inlined or f'{report.source[0]}:{report.source[1]}'})"
+        where += f" ({printable(report.inlined or f'{report.source[0]}:{report.source[1]}')})"
     what = f"`{report.text.strip()}`"
     if memory is None:
         return f"{where} {what}: {report.excess:,} extra transactions"
@@ -477,7 +477,7 @@ def _listing_table(profile: Profile) -> str:
            "<th>tx/req</th><th>conflicts</th><th>eff</th><th class=\"code\">PTX / CUDA</th></tr>"]
     for row in profile.rows:
         if isinstance(row, SourceLine):
-            text = f"{row.file}:{row.line}  {row.text or ''}"
+            text = printable(f"{row.file}:{row.line}  {row.text or ''}")
             out.append(f"<tr class=\"cuda\"><td colspan=\"8\"></td><td class=\"code\">{html.escape(text)}</td></tr>")
             continue
         code = html.escape(row.text.strip() if row.counters is not None else row.text)

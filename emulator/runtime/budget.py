@@ -1,8 +1,9 @@
 """Host memory bounds: what a launch or a module's variables will take, checked before any of it is allocated.
 
 The limit is --max-memory (Device(max_memory=...)); by default it is DEFAULT_SHARE of the memory the system can
-still give this process: /proc/meminfo's MemAvailable or, inside a control group with a memory limit, that limit
-less the group's usage, whichever is lower. A request over the limit is a LaunchError
+still give this process: /proc/meminfo's MemAvailable, inside a control group with a memory limit that limit less
+the group's usage, and under an address-space limit (ulimit -v) that limit less the process's virtual size,
+whichever is lowest. A request over the limit is a LaunchError
 (CUDA_ERROR_OUT_OF_MEMORY) naming the figures, raised before the allocation, so a run is refused with a message
 instead of being killed by the system.
 """
@@ -94,9 +95,25 @@ def cgroup_headroom(cgroup_file: str = "/proc/self/cgroup", root: str = "/sys/fs
     return min(candidates) if candidates else None
 
 
+def address_space_headroom() -> Optional[int]:
+    """What an address-space limit (RLIMIT_AS, ulimit -v) leaves above the process's virtual size; None without
+    one."""
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/status") as handle:
+            size = next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmSize:"))
+    except (ImportError, OSError, ValueError, StopIteration):
+        return None
+    return max(soft - size, 0)
+
+
 def available_memory() -> Optional[int]:
     """Bytes the system can still give this process (None when it cannot tell)."""
-    figures = [figure for figure in (_meminfo_available(), cgroup_headroom()) if figure is not None]
+    figures = [figure for figure in (_meminfo_available(), cgroup_headroom(), address_space_headroom())
+               if figure is not None]
     return min(figures) if figures else None
 
 
