@@ -43,12 +43,18 @@ class Barriers:
         read_count = reader(batch, operands[1], "u32") if len(operands) > 1 else None
         guard = batch.guard_reader(instr)
 
+        whole_ctas = mode == "sync" and read_count is None and not batch.per_warp_barriers and batch.tpc == batch.tpc_pad
+
         def execute(pc, sel):
             sel = self._arriving(guard, pc, sel)
             if sel is None:
                 return None
             ids = np.asarray(read_id(sel)).reshape(-1)
             bar = int(ids[0]) % NUM_BARRIERS
+            if whole_ctas and sel is ALL and batch.observer is None and not batch.bar_arrived[bar].any() and \
+                    np.all(batch.live == batch.tpc):
+                # every thread of every CTA arrives at once: the barrier is complete as it is reached
+                return True
             ctas = batch.cta_of[sel] if sel is not ALL else batch.cta_of
             if batch.per_warp_barriers:
                 arrivals = self._warp_arrivals(bar, sel)
