@@ -7,7 +7,8 @@ from typing import Dict, List, Optional
 
 from emulator.base.errors import UsageError
 from emulator.base.sources import read_program
-from emulator.cli.common import Progress, RunFeature, cuda_compile_options, parse_dims, positive_int
+from emulator.cli.common import Progress, RunFeature, positive_int
+from emulator.launching import cuda_compile_options, parse_dims
 from emulator.frontend import cuda
 from emulator.machine.policies import SCHEDULES, make_policy
 from emulator.observers.checks import CHECKS, DEFAULT_MAX_ERRORS, CheckFailed, CheckSession, compare_outputs

@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from emulator.base.errors import GpuemuError
 from emulator.base.text import printable
-from emulator.cli.common import prepare_launch
+from emulator.launching import prepare_launch
 from emulator.debug.breaks import BreakCommands
 from emulator.debug.data import DataCommands
 from emulator.debug.info import InfoCommands

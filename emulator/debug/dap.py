@@ -17,7 +17,7 @@ import numpy as np
 
 from emulator.base.errors import DeviceError, GpuemuError, UsageError
 from emulator.base.text import printable
-from emulator.cli.common import prepare_launch
+from emulator.launching import prepare_launch
 from emulator.debug.dap_values import References, scopes, source_of, threads, variable
 from emulator.frontend.cuda import arch_name, is_cuda_path
 from emulator.observers.checks import CHECKS

@@ -10,7 +10,7 @@ from isa.types import TYPES
 
 from emulator import ir
 from emulator.base.errors import DeviceError
-from emulator.cli.common import write_npy_atomically
+from emulator.launching import write_npy_atomically
 from emulator.machine.states import EXITED
 from emulator.observers.debugger.control import Plan, Stop
 from emulator.observers.debugger.expr import DebugError, format_scalar
