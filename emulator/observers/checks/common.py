@@ -7,13 +7,25 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from emulator import ir
-from emulator.base.errors import GpuemuError
+from emulator.base.errors import GpuemuError, UsageError
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from emulator.runtime.faults import ranges
 from emulator.runtime.names import plain_name
 
 CHECKS = ("race", "sync", "init", "mem")
 DEFAULT_MAX_ERRORS = 100
+
+
+def chosen_checks(text: str, source: str) -> List[str]:
+    """The checkers a comma-separated list names ("all": every one); an unknown name is a usage error naming source
+    (the flag or the environment variable the list came from)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if "all" in names:
+        return list(CHECKS)
+    unknown = [name for name in names if name not in CHECKS]
+    if unknown:
+        raise UsageError(f"{source}: unknown checker '{unknown[0]}' (choose from {', '.join(CHECKS)}, all)")
+    return names
 PREFIX = "========= "
 GLOBAL, SHARED, LOCAL = 0, 1, 2
 SPACE_NAMES = {GLOBAL: "global", SHARED: "shared", LOCAL: "local"}
