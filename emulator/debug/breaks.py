@@ -25,7 +25,7 @@ class BreakCommands:
             self._require_running()
             pc = self.addresses.start_of(self._focus_pc())
             return f"*{self.addresses.of(pc):#x}", (pc,), condition
-        pcs, spec = self._locate(location)
+        pcs, spec = self.stops.locate(location)
         return spec, pcs, condition
 
     def _announce(self, breakpoint: Breakpoint) -> None:
@@ -39,14 +39,14 @@ class BreakCommands:
 
     def cmd_break(self, arg: str, repeat: bool, temporary: bool = False) -> None:
         spec, pcs, condition = self._parse_break(arg)
-        self._announce(self._add_breakpoint(spec, pcs, temporary, condition))
+        self._announce(self.stops.add_breakpoint(spec, pcs, temporary, condition))
 
     def cmd_tbreak(self, arg: str, repeat: bool) -> None:
         self.cmd_break(arg, repeat, temporary=True)
 
     def cmd_condition(self, arg: str, repeat: bool) -> None:
         number, _, text = arg.partition(" ")
-        breakpoint = self._numbered(number)
+        breakpoint = self.stops.numbered(number)
         if not isinstance(breakpoint, Breakpoint):
             raise DebugError(f"Watchpoint {number} cannot have a condition here.")
         text = text.strip()
@@ -61,18 +61,18 @@ class BreakCommands:
             return
         if arg.startswith("breakpoints"):
             arg = arg[len("breakpoints"):].strip()
-        for item in self._selected(arg):
-            self._remove(item)
+        for item in self.stops.selected(arg):
+            self.stops.remove(item)
 
     def cmd_disable(self, arg: str, repeat: bool) -> None:
-        for item in self._selected(arg):
+        for item in self.stops.selected(arg):
             item.enabled = False
-        self._rebuild()
+        self.stops.rebuild()
 
     def cmd_enable(self, arg: str, repeat: bool) -> None:
-        for item in self._selected(arg):
+        for item in self.stops.selected(arg):
             item.enabled = True
-        self._rebuild()
+        self.stops.rebuild()
 
     def cmd_watch(self, arg: str, repeat: bool) -> None:
         length = None
@@ -85,8 +85,8 @@ class BreakCommands:
         space, expression = self._space_and_expression(arg, "generic")
         if not expression:
             raise DebugError("Argument required (expression to compute).")
-        space, address, length, value_type = self.watch_target(expression, space, length)
-        watch = self.add_watch(space, address, length, label=expression if value_type is not None else None)
+        space, address, length, value_type = self.stops.watch_target(expression, space, length)
+        watch = self.stops.add_watch(space, address, length, label=expression if value_type is not None else None)
         if value_type is not None:
             watch.value_type = value_type
         self.say(f"Hardware watchpoint {watch.number}: {watch.spec}")

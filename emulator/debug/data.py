@@ -137,7 +137,7 @@ class DataCommands:
             if not expression:
                 raise DebugError("Argument required (starting display address).")
             if space is None:
-                space, address = self.examine_target(expression, self._lanes(None))
+                space, address = self.stops.examine_target(expression, self._lanes(None))
             else:
                 address = int(np.asarray(self.value_of(expression, self._lanes(None))[0]).astype(np.uint64))
             if unit is None:
@@ -213,11 +213,11 @@ class DataCommands:
                 if sep and line_part.isdigit() and os.path.basename(file_part) != self.ptx_name:
                     lines = self.sources.lines(file_part)
                     if lines is None:
-                        self._cuda_line(file_part, int(line_part))
+                        self.stops.cuda_line(file_part, int(line_part))
                         raise DebugError(f"Cannot find the source file {file_part} next to {self.ptx_name}.")
                     kind, path, center = "cuda", file_part, int(line_part)
                 else:
-                    pcs, _ = self._locate(arg)
+                    pcs, _ = self.stops.locate(arg)
                     center = self.program.instrs[pcs[0]].line
             elif self.engine is not None and self.batch is not None and self.focus_thread is not None:
                 pc, _ = self._thread_pc(self.focus_thread)

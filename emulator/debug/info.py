@@ -162,7 +162,7 @@ class InfoCommands:
 
     def info_line(self, arg: str) -> None:
         if arg:
-            pcs, _ = self._locate(arg)
+            pcs, _ = self.stops.locate(arg)
             pc = pcs[0]
         else:
             pc = self._focus_pc()

@@ -204,7 +204,7 @@ class RunCommands:
 
     def cmd_start(self, arg: str, repeat: bool) -> None:
         entry = self.program.functions[self.program.name].entry_pc
-        self._announce(self._add_breakpoint(f"*{self.addresses.of(entry):#x}", (entry,), temporary=True,
+        self._announce(self.stops.add_breakpoint(f"*{self.addresses.of(entry):#x}", (entry,), temporary=True,
                                             condition=None))
         self._start(Plan("continue"))
 
