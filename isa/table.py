@@ -897,7 +897,7 @@ FAMILIES: Tuple[Family, ...] = (
            op_class="wmma", optional_slots=3, semantics=_plain(tensor.tensor_core_sum),
            doc="warp matrix load, store and multiply-accumulate"),
     Family("mbarrier", "<-", (("b64",),), ("mbarop", "sem", "scope", "space", "parity", "expecttx", "nocomplete"),
-           op_class="mbarrier", type_optional=True, semantics=_plain(tensor.mbarrier_settle),
+           op_class="mbarrier", type_optional=True, semantics=_plain(tensor.mbarrier_apply),
            doc="asynchronous barrier objects in shared memory"),
     Family("mma", "T0 <- T1, T2, T3", (MMA_TYPES, MMA_TYPES, MMA_TYPES, MMA_TYPES),
            ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma", semantics=_mma, check=_mma_check,

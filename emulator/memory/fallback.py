@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa import atomic
+from isa.table import TableError, decode, semantics
 
 from emulator.memory.spaces import (ATOMIC_DTYPES, ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD,
     FLAG_FREED, FLAG_READ_ONLY, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, SPACE_CODES, WINDOW_SIZE, Layout,
@@ -18,6 +19,19 @@ TYPE_NAMES = {code: name for name, code in ATOMIC_TYPES.items()}
 ROUNDS_LIMIT = 32
 
 _WORD_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _check_atomic_semantics() -> None:
+    """What one lane's atom/red does to its word is the table's semantics for those families: isa.atomic.combine,
+    which this core (and the C core, tested against it) applies lane by lane."""
+    for mnemonic, modifiers in (("atom", ("global", "add", "u32")), ("red", ("shared", "add", "f32"))):
+        function = semantics(decode(mnemonic, modifiers))
+        if getattr(function, "func", function) is not atomic.combine:
+            raise TableError(f"isa.table's {mnemonic} semantics is {function!r}, not isa.atomic.combine, "
+                             "which the memory core applies")
+
+
+_check_atomic_semantics()
 
 
 def _words(arena: np.ndarray, width: int) -> np.ndarray:
