@@ -447,10 +447,8 @@ def build_shfl(batch, instr: ir.Instr) -> Callable:
         else:
             values = np.broadcast_to(read_a(sel), lanes.shape)
         active = _active_mask(batch, sel)
-        participates = active[source_thread]
-        if read_mask is not None:
-            named = (np.asarray(read_mask(sel)).astype(np.uint32) >> source_lane.astype(np.uint32)) & 1
-            participates = participates & (named != 0)
+        participates = warp.shfl_participates(active[source_thread], source_lane,
+                                              None if read_mask is None else read_mask(sel))
         own = source[lanes] if source is not None else values
         write_d(sel, warp.shfl_value(values, own, valid, participates))
         if write_p is not None:
