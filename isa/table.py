@@ -522,8 +522,12 @@ def _moded(fn, category):
 
 
 def _mma(d):
+    """f64: the chain of fused multiply-adds (b as (k, n)); integers: the exact 32-bit sum; the rest: the tensor
+    cores' aligned sum (b as (n, k))."""
     if d.types[1] == "f64":
         return tensor.fma_chain
+    if d.types[1] in ("s8", "u8"):
+        return partial(tensor.integer_mma, satfinite=d.has("satfinite"))
     return partial(tensor.tensor_core_sum, kind=d.types[1], accumulator=d.types[0])
 
 

@@ -234,6 +234,7 @@ def build_mma(batch, instr: ir.Instr):
     a_rows, a_cols = fragment_layout(shape, atype, "a")
     b_rows, b_cols = fragment_layout(shape, btype, "b")
     c_rows, c_cols = fragment_layout(shape, ctype, "c")
+    multiply_add = semantics(decoded)
 
     def gather(readers, threads, kind):
         words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in readers], axis=1)
@@ -249,9 +250,9 @@ def build_mma(batch, instr: ir.Instr):
         b[:, b_rows, b_cols] = gather(b_read, threads, btype)
         c[:, c_rows, c_cols] = gather(c_read, threads, ctype)
         if atype == "f64":
-            d = fma_chain(a, b, c)
+            d = multiply_add(a, b, c)
         else:
-            d = tensor_core_sum(a, b.swapaxes(1, 2), c, atype, dtype).astype(np.float64)
+            d = multiply_add(a, b.swapaxes(1, 2), c).astype(np.float64)
         values = d[:, c_rows, c_cols].reshape(len(warps) * 32, -1)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
