@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa import atomic
+from isa.memory import generic_region
 from isa.table import TableError, decode, semantics
 
 from emulator.memory.spaces import (ATOMIC_DTYPES, ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD,
@@ -74,14 +75,10 @@ def resolve(layout: Layout, space: int, addr: np.ndarray, threads: np.ndarray | 
     offset = addr
     lane_space = None
     if space == GENERIC:
-        from_shared = addr - np.uint64(SHARED_WINDOW)
-        from_local = addr - np.uint64(LOCAL_WINDOW)
-        in_shared = from_shared < np.uint64(WINDOW_SIZE)
-        in_local = ~in_shared & (from_local < np.uint64(WINDOW_SIZE))
+        in_shared, in_local, offset = generic_region(addr, SHARED_WINDOW, LOCAL_WINDOW, WINDOW_SIZE)
         lane_space = np.full(n, GLOBAL, dtype=np.uint8)
         lane_space[in_shared] = SHARED
         lane_space[in_local] = LOCAL
-        offset = np.where(in_shared, from_shared, np.where(in_local, from_local, addr))
     aligned = (addr & np.uint64(width - 1)) == 0
     ok = np.zeros(n, dtype=bool)
     arena_offset = np.zeros(n, dtype=np.int64)
