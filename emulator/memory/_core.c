@@ -193,6 +193,20 @@ static inline int resolve(lane_context *ctx, uint64_t addr, int64_t thread, uint
     return resolve_global(ctx, addr, where);
 }
 
+/* Resolves lane `lane` of an access (its thread threads[lane], or the lane itself without threads); returns 0 and
+   sets *where, or returns the GM_FAULT_* kind and, given fault, fills it with the lane, the kind and the space. */
+static inline int resolve_lane(lane_context *ctx, const uint64_t *addr, const int64_t *threads, int64_t lane,
+                               uint8_t **where, int32_t *resolved, gm_fault *fault)
+{
+    int kind = resolve(ctx, addr[lane], threads ? threads[lane] : lane, where, resolved);
+    if (kind != 0 && fault != NULL) {
+        fault->lane = lane;
+        fault->kind = kind;
+        fault->space = *resolved;
+    }
+    return kind;
+}
+
 /* Fixed-size copies let the compiler emit single moves. */
 static inline void copy_bytes(uint8_t *to, const uint8_t *from, int width)
 {
@@ -225,16 +239,10 @@ static int64_t validate(const gm_memory *mem, int space, const uint64_t *addr,
     lane_context ctx;
     context_init(&ctx, mem, space, width, writes);
     for (int64_t lane = 0; lane < n; lane++) {
-        int64_t thread = threads ? threads[lane] : lane;
         uint8_t *where;
         int32_t resolved;
-        int kind = resolve(&ctx, addr[lane], thread, &where, &resolved);
-        if (kind != 0) {
-            fault->lane = lane;
-            fault->kind = kind;
-            fault->space = resolved;
+        if (resolve_lane(&ctx, addr, threads, lane, &where, &resolved, fault) != 0)
             return lane;
-        }
     }
     return -1;
 }
@@ -331,16 +339,10 @@ int gm_load(const gm_memory *mem, int space, const uint64_t *addr, const int64_t
         }
     }
     for (; lane < n; lane++) {
-        int64_t thread = threads ? threads[lane] : lane;
         uint8_t *where;
         int32_t resolved;
-        int kind = resolve(&ctx, addr[lane], thread, &where, &resolved);
-        if (kind != 0) {
-            fault->lane = lane;
-            fault->kind = kind;
-            fault->space = resolved;
+        if (resolve_lane(&ctx, addr, threads, lane, &where, &resolved, fault) != 0)
             return GM_FAULT;
-        }
         copy_bytes(out + (uint64_t)lane * (uint64_t)width, where, width);
     }
     return GM_OK;
@@ -364,10 +366,9 @@ int gm_store(const gm_memory *mem, int space, const uint64_t *addr, const int64_
         return GM_FAULT;
     /* Lanes write in index order, so when several lanes store to the same bytes the highest lane wins. */
     for (int64_t lane = 0; lane < n; lane++) {
-        int64_t thread = threads ? threads[lane] : lane;
         uint8_t *where;
         int32_t resolved;
-        if (resolve(&ctx, addr[lane], thread, &where, &resolved) != 0)
+        if (resolve_lane(&ctx, addr, threads, lane, &where, &resolved, NULL) != 0)
             return GM_BAD_ARGUMENT;
         copy_bytes(where, data + (uint64_t)lane * (uint64_t)width, width);
     }
@@ -658,10 +659,9 @@ int gm_atomic(const gm_memory *mem, int space, int op, int type, const uint64_t 
     lane_context ctx;
     context_init(&ctx, mem, space, width, 1);
     for (int64_t lane = 0; lane < n; lane++) {
-        int64_t thread = threads ? threads[lane] : lane;
         uint8_t *where;
         int32_t resolved;
-        if (resolve(&ctx, addr[lane], thread, &where, &resolved) != 0)
+        if (resolve_lane(&ctx, addr, threads, lane, &where, &resolved, NULL) != 0)
             return GM_BAD_ARGUMENT;
         uint64_t offset = (uint64_t)lane * (uint64_t)width;
         uint64_t current = read_word(where, width);
