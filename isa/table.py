@@ -220,15 +220,16 @@ def _subc(d):
     return intops.subc
 
 
-def _mul(d):
+def _by_mulmode(d, float_function, *, hi, wide, lo):
+    """mul/mad: the float function with the rounding modifiers, else the integer function .hi, .wide or .lo names."""
     if _is_float(d):
-        return partial(fp.fmul, **_float_kw(d))
-    mode = d.get("mulmode", "lo")
-    if mode == "hi":
-        return partial(intops.mul_hi, ty=d.type)
-    if mode == "wide":
-        return partial(intops.mul_wide, ty=d.type)
-    return np.multiply
+        return partial(float_function, **_float_kw(d))
+    return {"hi": hi, "wide": wide}.get(d.get("mulmode", "lo"), lo)
+
+
+def _mul(d):
+    return _by_mulmode(d, fp.fmul, hi=partial(intops.mul_hi, ty=d.type), wide=partial(intops.mul_wide, ty=d.type),
+                       lo=np.multiply)
 
 
 def _mul_sig(d):
@@ -236,18 +237,10 @@ def _mul_sig(d):
 
 
 def _mad(d):
-    if _is_float(d):
-        return partial(fp.ffma, **_float_kw(d))
-    mode = d.get("mulmode", "lo")
-    if d.has("cc"):
-        return partial(intops.mad_cc, hi=mode == "hi", ty=d.type)
-    if mode == "hi":
-        if d.has("sat"):
-            return intops.mad_hi_sat_s32
-        return partial(intops.mad_hi, ty=d.type)
-    if mode == "wide":
-        return partial(intops.mad_wide, ty=d.type)
-    return intops.mad_lo
+    if not _is_float(d) and d.has("cc"):
+        return partial(intops.mad_cc, hi=d.get("mulmode", "lo") == "hi", ty=d.type)
+    hi = intops.mad_hi_sat_s32 if d.has("sat") else partial(intops.mad_hi, ty=d.type)
+    return _by_mulmode(d, fp.ffma, hi=hi, wide=partial(intops.mad_wide, ty=d.type), lo=intops.mad_lo)
 
 
 def _mad_sig(d):
