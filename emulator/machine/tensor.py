@@ -19,8 +19,8 @@ from emulator.memory import DeviceFault
 from isa import memory as memory_semantics
 from isa.table import semantics
 from isa.tensor import (ELEMENTS_PER_WORD, MBARRIER_OPS, WMMA_SHAPES, element_bytes, element_values, fma_chain,
-                        fragment_layout, fragments_matrix, integer_mma, matrix_fragments, mbarrier_apply,
-                        tensor_core_sum, wmma_dims, wmma_slots, wmma_words)
+                        fragment_layout, integer_mma, mbarrier_apply, tensor_core_sum, wmma_dims, wmma_slots,
+                        wmma_words)
 
 # ---- cp.async ---------------------------------------------------------------------------------------
 
@@ -173,36 +173,35 @@ def _row_lanes(batch, sel, instr, plan, count: int):
     return warps, threads, space, rows, owner
 
 
-@builds("ldmatrix", guards_itself=True)
-def build_ldmatrix(batch, instr: ir.Instr):
-    count, transpose, dests, plan = _matrix_operands(batch, instr, 0, "destination")
-    writes = [writer(batch, ref, "b32") for ref in dests]
+@builds("ldmatrix", "stmatrix", guards_itself=True)
+def build_matrix_move(batch, instr: ir.Instr):
+    """ldmatrix/stmatrix: 8x8 b16 matrices between the rows (16 bytes) that lanes of each warp name and the warp's
+    registers; how a matrix maps onto the fragments is the table's semantics."""
+    loads = instr.decoded.family.mnemonic == "ldmatrix"
+    count, transpose, registers, plan = _matrix_operands(batch, instr, 0 if loads else 1,
+                                                         "destination" if loads else "source")
+    move = semantics(instr.decoded)
+    writes = [writer(batch, ref, "b32") for ref in registers] if loads else None
+    reads = None if loads else [reader(batch, ref, "b32") for ref in registers]
 
-    def execute(sel):
+    def load(sel):
         warps, threads, space, providers, owner = _row_lanes(batch, sel, instr, plan, count)
         rows = access(batch, instr, "load", space, providers, owner, 16)
         matrices = rows.view(np.uint16).reshape(len(warps), count, 8, 8)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
         take = wanted[threads]
-        words = matrix_fragments(matrices, transpose)
+        words = move(matrices, transpose)
         for index, write in enumerate(writes):
             write(threads[take], words[:, index].reshape(-1)[take])
-    return guarded(batch, instr, execute)
 
-
-@builds("stmatrix", guards_itself=True)
-def build_stmatrix(batch, instr: ir.Instr):
-    count, transpose, sources, plan = _matrix_operands(batch, instr, 1, "source")
-    reads = [reader(batch, ref, "b32") for ref in sources]
-
-    def execute(sel):
+    def store(sel):
         warps, threads, space, targets, owner = _row_lanes(batch, sel, instr, plan, count)
         words = np.stack([np.broadcast_to(np.asarray(read(threads)), threads.shape).reshape(len(warps), 32)
                           for read in reads], axis=1)
-        matrices = fragments_matrix(words, transpose)
+        matrices = move(words, transpose)
         access(batch, instr, "store", space, targets, owner, 16, data=matrices.reshape(-1, 8))
-    return guarded(batch, instr, execute)
+    return guarded(batch, instr, load if loads else store)
 
 
 # ---- mma.sync ---------------------------------------------------------------------------------------
