@@ -320,12 +320,18 @@ static inline int store_window_lanes(const gm_memory *mem, const window_space *w
     return 1;
 }
 
+/* What a load or store checks first: the common arguments, the width, a buffer of n * width bytes. */
+static int check_transfer(const gm_memory *mem, int space, const uint64_t *addr, int64_t n, int width,
+                          const void *buffer, uint64_t buffer_len, gm_fault *fault)
+{
+    return check_common(mem, space, addr, n, fault) && valid_width(width)
+        && (uint64_t)n <= buffer_len / (uint64_t)width && !(n > 0 && buffer == NULL);
+}
+
 int gm_load(const gm_memory *mem, int space, const uint64_t *addr, const int64_t *threads,
             int64_t n, int width, uint8_t *out, uint64_t out_len, gm_fault *fault)
 {
-    if (!check_common(mem, space, addr, n, fault) || !valid_width(width))
-        return GM_BAD_ARGUMENT;
-    if ((uint64_t)n > out_len / (uint64_t)width || (n > 0 && out == NULL))
+    if (!check_transfer(mem, space, addr, n, width, out, out_len, fault))
         return GM_BAD_ARGUMENT;
     lane_context ctx;
     context_init(&ctx, mem, space, width, 0);
@@ -351,9 +357,7 @@ int gm_load(const gm_memory *mem, int space, const uint64_t *addr, const int64_t
 int gm_store(const gm_memory *mem, int space, const uint64_t *addr, const int64_t *threads,
              int64_t n, int width, const uint8_t *data, uint64_t data_len, gm_fault *fault)
 {
-    if (!check_common(mem, space, addr, n, fault) || !valid_width(width))
-        return GM_BAD_ARGUMENT;
-    if ((uint64_t)n > data_len / (uint64_t)width || (n > 0 && data == NULL))
+    if (!check_transfer(mem, space, addr, n, width, data, data_len, fault))
         return GM_BAD_ARGUMENT;
     lane_context ctx;
     context_init(&ctx, mem, space, width, 1);
