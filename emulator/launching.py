@@ -1,4 +1,4 @@
-"""A launch loaded from command-line options (program, kernel, constants, grid, block, arguments) for CLI and debugger."""
+"""A launch from command-line options (program, kernel, constants, grid, block, arguments), for CLI and debugger."""
 from __future__ import annotations
 
 import os

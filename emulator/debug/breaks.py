@@ -32,13 +32,14 @@ class BreakCommands:
         return spec, pcs, condition
 
     def _announce(self, breakpoint: Breakpoint) -> None:
+        session = self.session
         kind = "Temporary breakpoint" if breakpoint.temporary else "Breakpoint"
-        first = self.session.program.instrs[breakpoint.pcs[0]]
-        text = (f"{kind} {breakpoint.number} at {self.session.addresses.of(first.pc):#x}: file {self.session.ptx_name}, "
+        first = session.program.instrs[breakpoint.pcs[0]]
+        text = (f"{kind} {breakpoint.number} at {session.addresses.of(first.pc):#x}: file {session.ptx_name}, "
                 f"line {first.line}.")
         if len(breakpoint.pcs) > 1:
             text += f" ({len(breakpoint.pcs)} locations)"
-        self.session.say(text)
+        session.say(text)
 
     def cmd_break(self, arg: str, repeat: bool, temporary: bool = False) -> None:
         spec, pcs, condition = self._parse_break(arg)
@@ -78,6 +79,7 @@ class BreakCommands:
         self.session.stops.rebuild()
 
     def cmd_watch(self, arg: str, repeat: bool) -> None:
+        session = self.session
         length = None
         if arg.startswith("/"):
             size, _, arg = arg[1:].partition(" ")
@@ -88,11 +90,11 @@ class BreakCommands:
         space, expression = self._space_and_expression(arg, "generic")
         if not expression:
             raise DebugError("Argument required (expression to compute).")
-        space, address, length, value_type = self.session.stops.watch_target(expression, space, length)
-        watch = self.session.stops.add_watch(space, address, length, label=expression if value_type is not None else None)
+        space, address, length, value_type = session.stops.watch_target(expression, space, length)
+        watch = session.stops.add_watch(space, address, length, label=expression if value_type is not None else None)
         if value_type is not None:
             watch.value_type = value_type
-        self.session.say(f"Hardware watchpoint {watch.number}: {watch.spec}")
+        session.say(f"Hardware watchpoint {watch.number}: {watch.spec}")
 
     def _space_and_expression(self, arg: str, default: str) -> Tuple[str, str]:
         match = re.match(r"@(\w+)\s*(.*)", arg)

@@ -118,11 +118,12 @@ class DataCommands:
         self.session.displays = [entry for entry in self.session.displays if entry[0] not in wanted]
 
     def cmd_x(self, arg: str, repeat: bool) -> None:
-        batch = self.session._require_running()
-        if (repeat or not arg) and self.session.x_state is not None:
-            space, address, count, fmt, unit = self.session.x_state
+        session = self.session
+        batch = session._require_running()
+        if (repeat or not arg) and session.x_state is not None:
+            space, address, count, fmt, unit = session.x_state
         else:
-            count, fmt, unit = 1, (self.session.x_state[3] if self.session.x_state else "x"), None
+            count, fmt, unit = 1, (session.x_state[3] if session.x_state else "x"), None
             if arg.startswith("/"):
                 spec, _, arg = arg[1:].partition(" ")
                 match = re.fullmatch(r"(\d*)([a-z]*)", spec)
@@ -136,24 +137,24 @@ class DataCommands:
                         fmt = letter
                     else:
                         raise DebugError(f'Undefined output format "{letter}".')
-            space, expression = self.session.breaks._space_and_expression(arg.strip(), None)
+            space, expression = session.breaks._space_and_expression(arg.strip(), None)
             if not expression:
                 raise DebugError("Argument required (starting display address).")
             if space is None:
-                space, address = self.session.stops.examine_target(expression, self.session._lanes(None))
+                space, address = session.stops.examine_target(expression, session._lanes(None))
             else:
-                address = int(np.asarray(self.session.value_of(expression, self.session._lanes(None))[0]).astype(np.uint64))
+                address = int(np.asarray(session.value_of(expression, session._lanes(None))[0]).astype(np.uint64))
             if unit is None:
-                last = self.session.x_state[4] if self.session.x_state else 4
+                last = session.x_state[4] if session.x_state else 4
                 unit = 8 if fmt == "a" else 1 if fmt == "c" else (last if last in (4, 8) else 4) if fmt == "f" \
                     else last
         if count * unit > _EXAMINE_LIMIT:
             raise DebugError(f"x shows at most {_EXAMINE_LIMIT:,} bytes at a time.")
-        focus = self.session._focus()
+        focus = session._focus()
         cta, thread = focus // batch.tpc_pad, focus
         if fmt == "i":
             self._examine_code(address, count)
-            self.session.x_state = (space, address + count * self.session.addresses.spacing, count, fmt, unit)
+            session.x_state = (space, address + count * session.addresses.spacing, count, fmt, unit)
             return
         if fmt == "s":
             self._examine_strings(space, address, count, cta, thread)
@@ -168,8 +169,8 @@ class DataCommands:
             label = symbol_at(batch, space, here)
             head = f"{prefix}{here:#x}" + (f" <{label}>" if label else "") + ":"
             cells = [self._examine_cell(values[i], fmt, unit) for i in range(start, min(count, start + per_line))]
-            self.session.say(head + "\t" + "\t".join(cells))
-        self.session.x_state = (space, address + count * unit, count, fmt, unit)
+            session.say(head + "\t" + "\t".join(cells))
+        session.x_state = (space, address + count * unit, count, fmt, unit)
 
     @staticmethod
     def _examine_cell(value, fmt: str, unit: int) -> str:
@@ -185,12 +186,13 @@ class DataCommands:
 
     def _examine_code(self, address: int, count: int) -> None:
         """x/i: listing instructions from the one holding address (a SASS one once, however lowered)."""
-        instrs = self.session.program.instrs
-        focus_pc, _ = self.session._thread_pc(self.session._focus())
-        focus_start = self.session.addresses.start_of(focus_pc) if focus_pc >= 0 else None
-        for pc in self.session.addresses.from_address(address, count):
+        session = self.session
+        instrs = session.program.instrs
+        focus_pc, _ = session._thread_pc(session._focus())
+        focus_start = session.addresses.start_of(focus_pc) if focus_pc >= 0 else None
+        for pc in session.addresses.from_address(address, count):
             mark = "=> " if pc == focus_start else "   "
-            self.session.say(f"{mark}{self.session._code_label(self.session.addresses.of(pc))}:\t{one_line(instrs[pc].text)}")
+            session.say(f"{mark}{session._code_label(session.addresses.of(pc))}:\t{one_line(instrs[pc].text)}")
 
     def _examine_strings(self, space: str, address: int, count: int, cta: int, thread: int) -> None:
         batch = self.session.batch
@@ -206,37 +208,38 @@ class DataCommands:
 
 
     def cmd_list(self, arg: str, repeat: bool) -> None:
-        lines_of_ptx = self.session.program.lines
-        if not arg and self.session.list_state is not None:
-            kind, path, start = self.session.list_state
+        session = self.session
+        lines_of_ptx = session.program.lines
+        if not arg and session.list_state is not None:
+            kind, path, start = session.list_state
         else:
             kind, path = "ptx", None
             if arg:
                 file_part, sep, line_part = arg.rpartition(":")
-                if sep and line_part.isdigit() and os.path.basename(file_part) != self.session.ptx_name:
-                    lines = self.session.sources.lines(file_part)
+                if sep and line_part.isdigit() and os.path.basename(file_part) != session.ptx_name:
+                    lines = session.sources.lines(file_part)
                     if lines is None:
-                        self.session.stops.cuda_line(file_part, int(line_part))
-                        raise DebugError(f"Cannot find the source file {file_part} next to {self.session.ptx_name}.")
+                        session.stops.cuda_line(file_part, int(line_part))
+                        raise DebugError(f"Cannot find the source file {file_part} next to {session.ptx_name}.")
                     kind, path, center = "cuda", file_part, int(line_part)
                 else:
-                    pcs, _ = self.session.stops.locate(arg)
-                    center = self.session.program.instrs[pcs[0]].line
-            elif self.session.engine is not None and self.session.batch is not None and self.session.focus_thread is not None:
-                pc, _ = self.session._thread_pc(self.session.focus_thread)
-                center = self.session.program.instrs[max(pc, 0)].line
+                    pcs, _ = session.stops.locate(arg)
+                    center = session.program.instrs[pcs[0]].line
+            elif session.engine is not None and session.batch is not None and session.focus_thread is not None:
+                pc, _ = session._thread_pc(session.focus_thread)
+                center = session.program.instrs[max(pc, 0)].line
             else:
-                center = self.session.program.instrs[self.session.program.functions[self.session.program.name].entry_pc].line
+                center = session.program.instrs[session.program.functions[session.program.name].entry_pc].line
             start = max(1, center - 5)
-        lines = lines_of_ptx if kind == "ptx" else self.session.sources.lines(path)
+        lines = lines_of_ptx if kind == "ptx" else session.sources.lines(path)
         if start > len(lines):
-            name = self.session.ptx_name if kind == "ptx" else os.path.basename(path)
+            name = session.ptx_name if kind == "ptx" else os.path.basename(path)
             raise DebugError(f'Line number {start} out of range; "{name}" has {len(lines)} lines.')
         for number in range(start, min(len(lines), start + 9) + 1):
             text = lines[number - 1]
             note = self._loc_note(text) if kind == "ptx" else ""
-            self.session.say(f"{number}\t{text}{note}")
-        self.session.list_state = (kind, path, start + 10)
+            session.say(f"{number}\t{text}{note}")
+        session.list_state = (kind, path, start + 10)
 
     def _loc_note(self, text: str) -> str:
         match = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", text)

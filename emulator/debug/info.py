@@ -67,37 +67,38 @@ class InfoCommands:
         subcommands[matches[0]](rest.strip())
 
     def info_breakpoints(self, arg: str, watch_only: bool = False) -> None:
-        items = [item for item in self.session.breakpoints + self.session.watchpoints
+        session = self.session
+        items = [item for item in session.breakpoints + session.watchpoints
                  if not watch_only or isinstance(item, Watchpoint)]
         items.sort(key=lambda item: item.number)
         if not items:
-            self.session.say("No watchpoints." if watch_only else "No breakpoints or watchpoints.")
+            session.say("No watchpoints." if watch_only else "No breakpoints or watchpoints.")
             return
-        self.session.say("Num     Type           Disp Enb Address            What")
+        session.say("Num     Type           Disp Enb Address            What")
         for item in items:
             enabled = "y" if item.enabled else "n"
             if isinstance(item, Watchpoint):
-                self.session.say(f"{item.number:<8}{'hw watchpoint':<15}keep {enabled}   {'':<19}{item.spec}")
+                session.say(f"{item.number:<8}{'hw watchpoint':<15}keep {enabled}   {'':<19}{item.spec}")
                 hits = item.hits
             else:
                 disp = "del " if item.temporary else "keep"
                 if len(item.pcs) == 1:
-                    instr = self.session.program.instrs[item.pcs[0]]
-                    self.session.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   "
-                             f"{self.session.addresses.of(instr.pc):#018x} in {plain_name(instr.function)} at "
-                             f"{self.session.running._where(instr)}")
+                    instr = session.program.instrs[item.pcs[0]]
+                    session.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   "
+                                f"{session.addresses.of(instr.pc):#018x} in {plain_name(instr.function)} at "
+                                f"{session.running._where(instr)}")
                 else:
-                    self.session.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   <MULTIPLE>")
+                    session.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   <MULTIPLE>")
                 if item.condition_text:
-                    self.session.say(f"\tstop only if {item.condition_text}")
+                    session.say(f"\tstop only if {item.condition_text}")
                 hits = item.hits
             if hits:
-                self.session.say(f"\tbreakpoint already hit {hits} time{'s' if hits != 1 else ''}")
+                session.say(f"\tbreakpoint already hit {hits} time{'s' if hits != 1 else ''}")
             if isinstance(item, Breakpoint) and len(item.pcs) > 1:
                 for index, pc in enumerate(item.pcs, 1):
-                    instr = self.session.program.instrs[pc]
-                    self.session.say(f"{f'{item.number}.{index}':<28}{enabled}   {self.session.addresses.of(pc):#018x} in "
-                             f"{plain_name(instr.function)} at {self.session.running._where(instr)}")
+                    instr = session.program.instrs[pc]
+                    session.say(f"{f'{item.number}.{index}':<28}{enabled}   {session.addresses.of(pc):#018x} in "
+                                f"{plain_name(instr.function)} at {session.running._where(instr)}")
 
     def info_watchpoints(self, arg: str) -> None:
         self.info_breakpoints(arg, watch_only=True)
@@ -164,16 +165,17 @@ class InfoCommands:
             self.session.say("No arguments." if arguments else "No locals.")
 
     def info_line(self, arg: str) -> None:
+        session = self.session
         if arg:
-            pcs, _ = self.session.stops.locate(arg)
+            pcs, _ = session.stops.locate(arg)
             pc = pcs[0]
         else:
-            pc = self.session._focus_pc()
-        instr = self.session.program.instrs[pc]
+            pc = session._focus_pc()
+        instr = session.program.instrs[pc]
         source = source_text(instr, os.path.basename)
         shown = f" ({source})" if source else ""
-        self.session.say(f'Line {instr.line} of "{self.session.ptx_name}"{shown} is at address {self.session.addresses.of(pc):#x} '
-                 f"<{self.session._function_offset(pc)}>: {one_line(instr.text)}")
+        session.say(f'Line {instr.line} of "{session.ptx_name}"{shown} is at address {session.addresses.of(pc):#x} '
+                    f"<{session._function_offset(pc)}>: {one_line(instr.text)}")
 
     def info_frame(self, arg: str) -> None:
         self.cmd_backtrace("1", False)
@@ -182,7 +184,7 @@ class InfoCommands:
         engine = self.session.engine
         if engine is None or self.session.history_limit <= 0:
             self.session.say("No record target is currently active." if engine is None else
-                     "Recording is off (--history 0).")
+                             "Recording is off (--history 0).")
             return
         history = engine.history
         records = len(history.records)
@@ -190,7 +192,7 @@ class InfoCommands:
         self.session.say("Active record target: record-full")
         self.session.say(f"Record mode: {'Replay' if not history.at_present else 'Normal'}")
         self.session.say(f"Log contains {history.warps:,} warp instructions ({records:,} scheduler steps) in "
-                 f"{history.nbytes:,} bytes, {per:.0f} bytes per warp instruction.")
+                         f"{history.nbytes:,} bytes, {per:.0f} bytes per warp instruction.")
         if not history.at_present:
             self.session.say(f"Replay position: step {history.cursor:,} of {records:,}.")
         self.session.say(f"Max logged warp instructions: {history.limit:,} (--history).")
@@ -267,7 +269,7 @@ class InfoCommands:
         pcs, states = self.session.states.of(threads)
         valid = threads % batch.tpc_pad < batch.tpc
         self.session.say("  Wp Active Lanes Mask Divergent Lanes Mask          Active PC Kernel BlockIdx "
-                 "First Active ThreadIdx State")
+                         "First Active ThreadIdx State")
         self.session.say(f"Device 0 SM {(batch.cta_start + cta) % 132}")
         bx, by, _ = self.session.block
         for warp in range(batch.tpc_pad // 32):
@@ -303,7 +305,7 @@ class InfoCommands:
         block, _ = self.session._coordinates(focus)
         self.session.say("  Ln   State           PC         ThreadIdx Exception")
         self.session.say(f"Device 0 SM {(batch.cta_start + focus // batch.tpc_pad) % 132} Warp "
-                 f"{(focus % batch.tpc_pad) // 32}")
+                         f"{(focus % batch.tpc_pad) // 32}")
         for lane in range(32):
             if not valid[lane]:
                 continue
@@ -408,13 +410,14 @@ class InfoCommands:
 
 
     def cmd_backtrace(self, arg: str, repeat: bool) -> None:
-        self.session._require_running()
-        self.session._focus()
+        session = self.session
+        session._require_running()
+        session._focus()
         limit = int(arg) if arg.isdigit() else None
-        frames = self.session.frames()
+        frames = session.frames()
         for number, frame in enumerate(frames[:limit]):
-            instr = self.session.program.instrs[frame.pc]
+            instr = session.program.instrs[frame.pc]
             source = f" ({source_label(frame.source)})" if frame.source else ""
-            address = f"{self.session.addresses.of(frame.pc):#018x} in " if frame.caller and frame.first else ""
+            address = f"{session.addresses.of(frame.pc):#018x} in " if frame.caller and frame.first else ""
             inlined = " [inlined]" if frame.inlined else ""
-            self.session.say(f"#{number:<2} {address}{frame.name} () at {self.session.running._where(instr)}{source}{inlined}")
+            session.say(f"#{number:<2} {address}{frame.name} () at {session.running._where(instr)}{source}{inlined}")

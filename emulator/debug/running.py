@@ -48,27 +48,28 @@ class RunCommands:
         self._handle(self.session.engine.start(plan))
 
     def _handle(self, event) -> None:
-        focus = self.session.focus_thread
-        kind, payload, engine = self.session.settle(event)
+        session = self.session
+        focus = session.focus_thread
+        kind, payload, engine = session.settle(event)
         if kind == "stop":
-            if self.session.focus_thread != focus:
-                self.session.say(self._focus_message())
+            if session.focus_thread != focus:
+                session.say(self._focus_message())
             self._report_stop(payload)
             return
         if kind == "finished":
-            self.session.say(f"[Termination of CUDA Kernel {self.session.kernels} ({self.session._kernel_title()}) on Device 0]")
-            if getattr(self.session.options, "out", None):
-                os.makedirs(self.session.options.out, exist_ok=True)
-                for index, arg in enumerate(self.session.args):
+            session.say(f"[Termination of CUDA Kernel {session.kernels} ({session._kernel_title()}) on Device 0]")
+            if getattr(session.options, "out", None):
+                os.makedirs(session.options.out, exist_ok=True)
+                for index, arg in enumerate(session.args):
                     if isinstance(arg, np.ndarray):
-                        write_npy_atomically(os.path.join(self.session.options.out, f"arg{index}.npy"), arg)
+                        write_npy_atomically(os.path.join(session.options.out, f"arg{index}.npy"), arg)
         elif kind == "error":
             error = payload
             if isinstance(error, DeviceError):
                 if not (engine.fault_stop is not None and engine.fault_stop.error.cuda_error == error.cuda_error):
-                    self.session.say(error.report)
-                self.session.say(f"[Termination of CUDA Kernel {self.session.kernels} ({self.session._kernel_title()}) on Device 0 "
-                         f"with {error.cuda_error}]")
+                    session.say(error.report)
+                session.say(f"[Termination of CUDA Kernel {session.kernels} ({session._kernel_title()}) on Device 0 "
+                            f"with {error.cuda_error}]")
             else:
                 raise DebugError(str(error))
 
@@ -77,12 +78,13 @@ class RunCommands:
 
 
     def _focus_message(self) -> str:
-        batch = self.session.batch
-        thread = self.session.focus_thread
-        block, xyz = self.session._coordinates(thread)
+        session = self.session
+        batch = session.batch
+        thread = session.focus_thread
+        block, xyz = session._coordinates(thread)
         local = thread % batch.tpc_pad
         cta = batch.cta_start + thread // batch.tpc_pad
-        return (f"[Switching focus to CUDA kernel {self.session.kernels}, grid {batch.config.grid_id}, block {dims(block)}, "
+        return (f"[Switching focus to CUDA kernel {session.kernels}, grid {batch.config.grid_id}, block {dims(block)}, "
                 f"thread {dims(xyz)}, device 0, sm {cta % 132}, warp {local // 32}, lane {local % 32}]")
 
     def _where(self, instr: ir.Instr) -> str:
@@ -155,7 +157,7 @@ class RunCommands:
         block, xyz = self.session._coordinates(hit.thread)
         more = f" (last of {hit.writers} writing threads)" if hit.writers > 1 else ""
         self.session.say(f"Written by block {dims(block)} thread {dims(xyz)}{more} at {self._where(hit.instr)}"
-                 f"   {one_line(hit.instr.text)}")
+                         f"   {one_line(hit.instr.text)}")
 
     @staticmethod
     def _writer_type(instr: ir.Instr, length: int) -> str:
@@ -180,13 +182,14 @@ class RunCommands:
         return "{" + ", ".join(f"0x{b:02x}" for b in data) + "}"
 
     def _report_fault(self, stop: Stop) -> None:
+        session = self.session
         error = stop.error
         code, name = exception_of(error)
-        instr = self.session.program.instrs[stop.pc]
-        self.session.say(f"\nCUDA Exception: {name}")
-        self.session.say(f"The exception was triggered at pc {self.session.addresses.of(stop.pc):#x} ({self._where(instr)})")
-        self.session.say(error.report)
-        self.session.say(f"\nKernel {self.session.kernel_name} received signal {code}, {name}.")
+        instr = session.program.instrs[stop.pc]
+        session.say(f"\nCUDA Exception: {name}")
+        session.say(f"The exception was triggered at pc {session.addresses.of(stop.pc):#x} ({self._where(instr)})")
+        session.say(error.report)
+        session.say(f"\nKernel {session.kernel_name} received signal {code}, {name}.")
 
     def _show_displays(self) -> None:
         for number, fmt, text in self.session.displays:
@@ -206,9 +209,11 @@ class RunCommands:
         self._start(Plan("continue"))
 
     def cmd_start(self, arg: str, repeat: bool) -> None:
-        entry = self.session.program.functions[self.session.program.name].entry_pc
-        self.session.breaks._announce(self.session.stops.add_breakpoint(f"*{self.session.addresses.of(entry):#x}", (entry,), temporary=True,
-                                            condition=None))
+        session = self.session
+        entry = session.program.functions[session.program.name].entry_pc
+        breakpoint = session.stops.add_breakpoint(f"*{session.addresses.of(entry):#x}", (entry,), temporary=True,
+                                                  condition=None)
+        session.breaks._announce(breakpoint)
         self._start(Plan("continue"))
 
     def cmd_continue(self, arg: str, repeat: bool) -> None:
@@ -234,17 +239,18 @@ class RunCommands:
         self._go(self.session._plan("next", self._count(arg)))
 
     def cmd_finish(self, arg: str, repeat: bool) -> None:
-        plan = self.session._plan("finish")
-        batch = self.session.batch
-        focus = self.session.focus_thread
-        block, _ = self.session._coordinates(focus)
+        session = self.session
+        plan = session._plan("finish")
+        batch = session.batch
+        focus = session.focus_thread
+        block, _ = session._coordinates(focus)
         warp = (focus % batch.tpc_pad) // 32
         if plan.base_depth > 0:
-            pc, _ = self.session._thread_pc(focus)
-            self.session.say(f"Run till exit from #0  {self.session.frame_name(self.session.program.instrs[pc].function)} () at "
-                     f"{self._where(self.session.program.instrs[pc])}")
+            pc, _ = session._thread_pc(focus)
+            session.say(f"Run till exit from #0  {session.frame_name(session.program.instrs[pc].function)} () at "
+                        f"{self._where(session.program.instrs[pc])}")
         else:
-            self.session.say(f"Run till the next barrier or exit of warp {warp} of block {dims(block)}")
+            session.say(f"Run till the next barrier or exit of warp {warp} of block {dims(block)}")
         self._go(plan)
 
     def _reverse(self, mode: str, count: int = 1) -> None:

@@ -368,13 +368,15 @@ class StorageLayout:
         return info
 
     def declare_registers(self, scope: _Scope, decl: S.RegDecl) -> None:
+        lowering = self.lowering
         if decl.vector > 1:
-            raise self.lowering.error(decl.pos, "vector registers (.reg .v2/.v4) are not supported")
+            raise lowering.error(decl.pos, "vector registers (.reg .v2/.v4) are not supported")
         if decl.type not in TYPES:
-            raise self.lowering.error(decl.pos, f"registers of type .{decl.type} are not supported")
+            raise lowering.error(decl.pos, f"registers of type .{decl.type} are not supported")
         for name, count in decl.names:
             if (name in scope.registers) if count is None else (name in scope.ranges):
-                raise self.lowering.error(decl.pos, f"duplicate definition of register {name}{'' if count is None else '<>'}")
+                raise lowering.error(decl.pos,
+                                     f"duplicate definition of register {name}{'' if count is None else '<>'}")
             if count is None:
                 scope.registers[name] = self.new_register(name, decl.type)
             else:
@@ -437,19 +439,20 @@ class KernelLowering:
 
     # ---- instructions ----
     def lower(self) -> ir.Program:
-        functions = self.storage.reachable()
-        self.storage.layout_shared(functions)
-        if self.storage.recursive:
-            self.frame_register = self.storage.new_register(ir.FRAME_REGISTER, "u64")
-        kernel_params, param_bytes = self.storage.kernel_params()
-        root = _Scope(None, self.storage.new_register)
+        storage = self.storage
+        functions = storage.reachable()
+        storage.layout_shared(functions)
+        if storage.recursive:
+            self.frame_register = storage.new_register(ir.FRAME_REGISTER, "u64")
+        kernel_params, param_bytes = storage.kernel_params()
+        root = _Scope(None, storage.new_register)
         root.symbols.update(self.module_symbols)
-        root.symbols.update(self.storage.symbols)
+        root.symbols.update(storage.symbols)
         function_scopes = {}
         for fn in functions[1:]:
             scope = _Scope(root)
-            params = tuple(self.storage.param_symbol(p, fn) for p in fn.params)
-            returns = tuple(self.storage.param_symbol(p, fn) for p in fn.returns)
+            params = tuple(storage.param_symbol(p, fn) for p in fn.params)
+            returns = tuple(storage.param_symbol(p, fn) for p in fn.returns)
             for symbol in params + returns:
                 scope.symbols[symbol.name] = symbol
             for decl in fn.params + fn.returns:
@@ -470,10 +473,10 @@ class KernelLowering:
             self._loc: Optional[Tuple[str, int]] = None
             self._inlined: Tuple[ir.InlineFrame, ...] = ()
             self._loc_scopes: Dict[Tuple[int, int, int], Tuple[ir.InlineFrame, ...]] = {}
-            first_register = len(self.storage.registers)
+            first_register = len(storage.registers)
             self._lower_block(fn, fn.body, _Scope(function_scopes[fn.name]))
-            if fn.name in self.storage.recursive:
-                self.functions[fn.name].registers = tuple(range(first_register, len(self.storage.registers)))
+            if fn.name in storage.recursive:
+                self.functions[fn.name].registers = tuple(range(first_register, len(storage.registers)))
             if self._falls_off_the_end(fn):
                 self.instrs.append(self._implicit_return(fn))
             for instr, syntax in self._function_pending:
@@ -484,21 +487,21 @@ class KernelLowering:
                 instr.operands = (ir.LabelRef(name, instr.target),)
             for name, pc in self._current_labels.items():
                 self.labels.setdefault(name, pc)
-        for name in self.storage.recursive:
+        for name in storage.recursive:
             info = self.functions[name]
-            info.frame_bytes = _align_up(self.storage.frame_bytes.get(name, 0), 16)
-            info.stack_cost = _align_up(self.storage.local_variable_bytes.get(name, 0) + self.storage.kept_across_calls(info)
+            info.frame_bytes = _align_up(storage.frame_bytes.get(name, 0), 16)
+            info.stack_cost = _align_up(storage.local_variable_bytes.get(name, 0) + storage.kept_across_calls(info)
                                         + RETURN_ADDRESS_BYTES, 16)
-        if self.storage.local_bytes > MAX_LOCAL_BYTES:
-            raise self.error(self.kernel.pos, f"{self.storage.local_bytes} bytes of local memory per thread exceed the "
-                                              f"{MAX_LOCAL_BYTES}-byte limit")
+        if storage.local_bytes > MAX_LOCAL_BYTES:
+            raise self.error(self.kernel.pos, f"{storage.local_bytes} bytes of local memory per thread exceed the "
+                             f"{MAX_LOCAL_BYTES}-byte limit")
         directives = {name: values for name, values in self.kernel.directives}
         return ir.Program(
-            name=self.kernel.name, source_name=self.source, instrs=self.instrs, registers=self.storage.registers,
-            params=kernel_params, param_bytes=param_bytes, static_shared=self.storage.shared_bytes,
-            has_dynamic_shared=self.storage.has_dynamic_shared, local_bytes=_align_up(self.storage.local_bytes, 16),
+            name=self.kernel.name, source_name=self.source, instrs=self.instrs, registers=storage.registers,
+            params=kernel_params, param_bytes=param_bytes, static_shared=storage.shared_bytes,
+            has_dynamic_shared=storage.has_dynamic_shared, local_bytes=_align_up(storage.local_bytes, 16),
             functions=self.functions, labels=self.labels,
-            symbols={**self.module_symbols, **self.storage.symbols}, files=dict(self.module.files),
+            symbols={**self.module_symbols, **storage.symbols}, files=dict(self.module.files),
             directives=directives, lines=self.module.lines)
 
     def _falls_off_the_end(self, fn: S.Function) -> bool:
@@ -581,7 +584,7 @@ class KernelLowering:
         it, `add.u64 %r, <frame>, offset`."""
         if instr.decoded.family.mnemonic != "mov" or len(instr.operands) != 2 or instr.operands[1] is not ref:
             raise self.error(syntax.pos, f"'{ref.symbol.name}' lives in the frame of a recursive function: only "
-                                         f"mov may take its address")
+                             f"mov may take its address")
         decoded = decode("add", ("u64",))
         operands = (instr.operands[0], ir.RegRef(self.frame_register),
                     ir.ImmRef("int", ref.symbol.address + ref.offset))
@@ -630,7 +633,7 @@ class KernelLowering:
             if family.mnemonic == "setp" and instr.decoded.type in ("f16x2", "bf16x2") and \
                     not isinstance(first, ir.PredPairRef):
                 raise self.error(syntax.pos, f"'{instr.opcode}' compares two halves into a pair of predicates "
-                                             f"(p|q), not one")
+                                 f"(p|q), not one")
         types = ([signature.dest] if signature.dest is not None else []) + list(signature.sources)
         for operand, type_name in zip(instr.operands, types):
             if isinstance(operand, ir.ImmRef) and type_name in TYPES:
@@ -703,7 +706,7 @@ class KernelLowering:
                 base = self._reg_operand(operand.base.name, syntax, scope)
                 if not isinstance(base, ir.RegRef):
                     raise self.error(syntax.pos, f"special register '{operand.base.name}' cannot be an address; "
-                                                 f"move it to a register first")
+                                     f"move it to a register first")
                 return ir.AddrRef(base, None, operand.offset)
             if not isinstance(operand.base, S.Sym):
                 raise self.error(syntax.pos, "an address is a register, a variable or a number")

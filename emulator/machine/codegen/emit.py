@@ -278,7 +278,8 @@ class MemoryEmitter:
         t, width, registers, space_code, address_expr = self._access(instr, load=True)
         size = t.bytes
         element = _uint(size * 8)
-        writes = [f"{{ {element} e; memcpy(&e, p + {index * size}, {size}); {self.emitter.write_bits(ref, t.name, 'e')} }}"
+        write = self.emitter.write_bits
+        writes = [f"{{ {element} e; memcpy(&e, p + {index * size}, {size}); {write(ref, t.name, 'e')} }}"
                   for index, ref in enumerate(registers)]
         return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit); "
                 f"if (!p) goto ROLLBACK; {' '.join(writes)}")
@@ -304,6 +305,7 @@ class MemoryEmitter:
     def atomic(self, instr: ir.Instr) -> str:
         """atom/red through the memory core's gm_atomic (every lane checked before any changes, lanes in order), the
         old values then written to the destination."""
+        emitter = self.emitter
         decoded = instr.decoded
         type_name = decoded.type
         op = decoded.get("atomop") or decoded.get("redop")
@@ -315,14 +317,14 @@ class MemoryEmitter:
         if len(rest) != (2 if op == "cas" else 1) or not isinstance(address, ir.AddrRef):
             raise Unsupported("atomic operands")
         space_code, address_expr = self._address(address, decoded.get("space", "generic"))
-        self.emitter.plan.has_memory = True
+        emitter.plan.has_memory = True
         width = TYPES[type_name].bytes
         element = _uint(width * 8)
-        guard = self.emitter.guard(instr)
-        packs = [f"{{ {element} e = {self.emitter.read_bits(ref, type_name)}; "
+        guard = emitter.guard(instr)
+        packs = [f"{{ {element} e = {emitter.read_bits(ref, type_name)}; "
                  f"memcpy(ctx->data + {index} * (uint64_t)n * 8 + (uint64_t)m * {width}, &e, {width}); }}"
                  for index, ref in enumerate(rest)]
-        write = self.emitter.write_bits(dest, type_name, "e") if dest is not None else ""
+        write = emitter.write_bits(dest, type_name, "e") if dest is not None else ""
         old = "ctx->data + (uint64_t)n * 16"
         lines = [f"int64_t m = 0; gx_fault f; LANES({guard} ctx->addresses[m] = {address_expr}; ctx->threads[m] = t; "
                  f"{' '.join(packs)} m++;)",
@@ -336,7 +338,7 @@ class MemoryEmitter:
         if type_name not in ("b32", "u32", "s32", "b64", "u64", "s64"):
             return f"{{ {general} }}"
         resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit)"
-        values = [f"{element} v{index} = {self.emitter.read_bits(ref, type_name)};" for index, ref in enumerate(rest)]
+        values = [f"{element} v{index} = {emitter.read_bits(ref, type_name)};" for index, ref in enumerate(rest)]
         second = "v1" if op == "cas" else "0"
         apply = (f"{{ uint8_t *p = {resolve}; {element} old; memcpy(&old, p, {width}); {' '.join(values)} "
                  f"{element} e = ({element})gx_atomic_int({ATOMIC_OPS[op]}, {int(type_name[0] == 's')}, old, v0, "
@@ -409,20 +411,22 @@ class AluEmitter:
         return TYPES[type_name].kind in ("bits", "unsigned", "signed") and TYPES[type_name].bits >= 16
 
     def _binary_float(self, decoded, dest, sources, op: str) -> str:
+        emitter = self.emitter
         ty = decoded.type
         a, b = sources
         if (ty == "f32" and op in "+-*" and decoded.has("ftz") and decoded.get("rnd", "rn") == "rn"
-                and not decoded.has("sat")):
-            return (f"float x = gx_f32(gx_ftz32({self.emitter.read_bits(a, ty)})), y = gx_f32(gx_ftz32({self.emitter.read_bits(b, ty)})); "
-                    + self.emitter.write_bits(dest, ty, f"gx_ftz_result(x {op} y, (double)x {op} (double)y)"))
+            and not decoded.has("sat")):
+            return (f"float x = gx_f32(gx_ftz32({emitter.read_bits(a, ty)})), "
+                    f"y = gx_f32(gx_ftz32({emitter.read_bits(b, ty)})); "
+                    + emitter.write_bits(dest, ty, f"gx_ftz_result(x {op} y, (double)x {op} (double)y)"))
         if not self._float_plain(decoded):
             raise Unsupported("float modifiers")
         if ty == "f32":
-            return self.emitter.write_bits(dest, ty, f"gx_r32({self.emitter.read(a, ty)} {op} {self.emitter.read(b, ty)})")
+            return emitter.write_bits(dest, ty, f"gx_r32({emitter.read(a, ty)} {op} {emitter.read(b, ty)})")
         if ty == "f64":
             nan_order = "xa, xb" if op == "/" else "xb, xa"
-            return (f"uint64_t xa = {self.emitter.read_bits(a, ty)}, xb = {self.emitter.read_bits(b, ty)}; "
-                    + self.emitter.write_bits(dest, ty, f"gx_r64_2(gx_f64(xa) {op} gx_f64(xb), {nan_order})"))
+            return (f"uint64_t xa = {emitter.read_bits(a, ty)}, xb = {emitter.read_bits(b, ty)}; "
+                    + emitter.write_bits(dest, ty, f"gx_r64_2(gx_f64(xa) {op} gx_f64(xb), {nan_order})"))
         raise Unsupported(f"float type {ty}")
 
     def _op_add(self, decoded, dest, sources, signature):
@@ -492,17 +496,18 @@ class AluEmitter:
         return self.emitter.write_bits(dest, out, f"({_uint(obits)})(({wide}){product} + ({wide}){c})")
 
     def _op_fma(self, decoded, dest, sources, signature):
+        emitter = self.emitter
         ty = decoded.type
         if not self._float_plain(decoded):
             raise Unsupported("fma modifiers")
         a, b, c = sources
         if ty == "f32":
-            return self.emitter.write_bits(dest, ty, f"gx_r32(fmaf({self.emitter.read(a, ty)}, {self.emitter.read(b, ty)}, "
-                                             f"{self.emitter.read(c, ty)}))")
+            return emitter.write_bits(dest, ty, f"gx_r32(fmaf({emitter.read(a, ty)}, {emitter.read(b, ty)}, "
+                                      f"{emitter.read(c, ty)}))")
         if ty == "f64":
-            return (f"uint64_t xa = {self.emitter.read_bits(a, ty)}, xb = {self.emitter.read_bits(b, ty)}, "
-                    f"xc = {self.emitter.read_bits(c, ty)}; "
-                    + self.emitter.write_bits(dest, ty, "gx_r64_3(fma(gx_f64(xa), gx_f64(xb), gx_f64(xc)), xb, xc, xa)"))
+            return (f"uint64_t xa = {emitter.read_bits(a, ty)}, xb = {emitter.read_bits(b, ty)}, "
+                    f"xc = {emitter.read_bits(c, ty)}; "
+                    + emitter.write_bits(dest, ty, "gx_r64_3(fma(gx_f64(xa), gx_f64(xb), gx_f64(xc)), xb, xc, xa)"))
         raise Unsupported("fma type")
 
     def _op_div(self, decoded, dest, sources, signature):
@@ -559,17 +564,19 @@ class AluEmitter:
         return self.emitter.write_bits(dest, ty, f"({_uint(TYPES[ty].bits)})~{a}")
 
     def _op_cnot(self, decoded, dest, sources, signature):
+        emitter = self.emitter
         ty = decoded.type
-        return self.emitter.write_bits(dest, ty, f"({_uint(TYPES[ty].bits)})({self.emitter.read_bits(sources[0], ty)} == 0)")
+        return emitter.write_bits(dest, ty, f"({_uint(TYPES[ty].bits)})({emitter.read_bits(sources[0], ty)} == 0)")
 
     def _op_shl(self, decoded, dest, sources, signature):
+        emitter = self.emitter
         ty = decoded.type
         bits = TYPES[ty].bits
-        a = self.emitter.read_bits(sources[0], ty)
-        amount = self.emitter.read_bits(sources[1], "u32")
+        a = emitter.read_bits(sources[0], ty)
+        amount = emitter.read_bits(sources[1], "u32")
         wide = _uint(max(bits, 32))
         return (f"uint32_t k = {amount}; "
-                + self.emitter.write_bits(dest, ty, f"(k >= {bits} ? ({_uint(bits)})0 : ({_uint(bits)})(({wide}){a} << k))"))
+                + emitter.write_bits(dest, ty, f"(k >= {bits} ? ({_uint(bits)})0 : ({_uint(bits)})(({wide}){a} << k))"))
 
     def _op_shr(self, decoded, dest, sources, signature):
         ty = decoded.type
@@ -587,7 +594,7 @@ class AluEmitter:
         ty = decoded.type
         if ty in ("f32", "f64"):
             if decoded.has("nan") or decoded.has("absmod") or decoded.has("xorsign") or (decoded.has("ftz")
-                                                                                       and ty != "f32"):
+                                                                                         and ty != "f32"):
                 raise Unsupported("min/max modifiers")
             a, b = (self.emitter.read_bits(s, ty) for s in sources)
             if decoded.has("ftz"):
@@ -1217,7 +1224,7 @@ def generate(program: ir.Program, uniform) -> Generated:
         regions: List[List[_Compiled]] = []
         for item in compiled:
             if (item.kind == "store" or not regions or regions[-1][-1].kind == "store" or item.pc in targets
-                    or len(regions[-1]) >= REGION_LIMIT):
+                or len(regions[-1]) >= REGION_LIMIT):
                 regions.append([item])
             else:
                 regions[-1].append(item)
@@ -1263,7 +1270,7 @@ def _loops(program: ir.Program, units: List[UnitPlan]) -> Dict[int, Tuple[ir.Ins
             continue
         branch = program.instrs[branch_pc]
         if (branch.control != ir.BRANCH or branch.guard is None or branch.target is None
-                or not unit.start <= branch.target < branch_pc or branch.function != program.instrs[unit.start].function):
+            or not unit.start <= branch.target < branch_pc or branch.function != program.instrs[unit.start].function):
             continue
         loops[branch.target] = (branch, unit)
     return loops

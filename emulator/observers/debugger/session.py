@@ -50,18 +50,19 @@ class StopPoints:
 
     def locate(self, spec: str) -> Tuple[Tuple[int, ...], str]:
         """pcs of a location: PTX LINE, FILE:LINE (PTX or CUDA via .loc), label, function, *ADDRESS."""
-        program = self.session.program
+        session = self.session
+        program = session.program
         if spec.startswith("*"):
-            address = int(self.session.value_of(spec[1:], self.session._lanes(None))[0])
-            pc = self.session.addresses.pc_at(address)
+            address = int(session.value_of(spec[1:], session._lanes(None))[0])
+            pc = session.addresses.pc_at(address)
             if pc is None:
                 raise DebugError(f"No instruction at address {address:#x} (instructions are "
-                                 f"{self.session.addresses.spacing} bytes apart, 0x0 to {self.session.addresses.last():#x}).")
+                                 f"{session.addresses.spacing} bytes apart, 0x0 to {session.addresses.last():#x}).")
             return (pc,), spec
         file_part, sep, line_part = spec.rpartition(":")
         if sep and line_part.isdigit():
             line = int(line_part)
-            if os.path.basename(file_part) in (self.session.ptx_name, os.path.basename(program.source_name)):
+            if os.path.basename(file_part) in (session.ptx_name, os.path.basename(program.source_name)):
                 return self.ptx_line(line), spec
             return self.cuda_line(file_part, line), spec
         if spec.isdigit():
@@ -147,8 +148,9 @@ class StopPoints:
     def watch_target(self, expression: str, space: str, length: Optional[int]) -> Tuple[str, int, int, str]:
         """(space, address, length, PTX type) that a watchpoint on an expression covers: a C lvalue's own bytes
         and type (watch s[3]; "" for hex), or the bytes at an address (type None: decided at the first hit)."""
-        lanes = self.session._lanes(None)
-        value = self.session.source_value(expression, lanes) if self.session.engine is not None and self.session.batch is not None \
+        session = self.session
+        lanes = session._lanes(None)
+        value = session.source_value(expression, lanes) if session.engine is not None and session.batch is not None \
             else None
         if isinstance(value, CValue) and value.addresses is None and space == "generic":
             held = "has been optimized out" if value.optimized_out else "is held in a register, not in memory"
@@ -160,7 +162,7 @@ class StopPoints:
             if where == "generic":
                 where, address = resolve_generic(address)
             return where, address, length or value.ctype.size, ptx_type(value.ctype)
-        address = int(self.session.value_of(expression, lanes)[0])
+        address = int(session.value_of(expression, lanes)[0])
         if space == "generic":
             space, address = resolve_generic(address)
         return space, address, length or 4, None
@@ -181,29 +183,30 @@ class StopPoints:
         return "generic", int(np.asarray(self.session.value_of(expression, lanes)[0]).astype(np.uint64))
 
     def add_watch(self, space: str, address: int, length: int, label: Optional[str] = None) -> Watchpoint:
+        session = self.session
         if space in ("const", "param"):
             raise DebugError(f"Kernels cannot write @{space} memory: a watchpoint there would never trigger.")
         cta = local = 0
         where = f"@{space} {address:#x}"
         if space in ("shared", "local"):
-            if self.session.engine is not None and self.session.batch is not None and self.session.focus_thread is not None:
-                batch = self.session.batch
-                cta = batch.cta_start + self.session.focus_thread // batch.tpc_pad
-                local = self.session.focus_thread % batch.tpc_pad
-            gx, gy, _ = self.session.grid
+            if session.engine is not None and session.batch is not None and session.focus_thread is not None:
+                batch = session.batch
+                cta = batch.cta_start + session.focus_thread // batch.tpc_pad
+                local = session.focus_thread % batch.tpc_pad
+            gx, gy, _ = session.grid
             block = (cta % gx, (cta // gx) % gy, cta // (gx * gy))
             if space == "shared":
                 where += f" of block {dims(block)}"
             else:
-                bx, by, _ = self.session.block
+                bx, by, _ = session.block
                 where += f" of block {dims(block)} thread {dims((local % bx, (local // bx) % by, local // (bx * by)))}"
         if length != 4 and label is None:
             where += f" ({length} bytes)"
-        watch = Watchpoint(self.session.next_number, label or where, space, address, length, cta=cta, local=local)
-        if self.session.engine is not None and self.session.batch is not None:
-            self.session.engine.read_watch(watch)
-        self.session.next_number += 1
-        self.session.watchpoints.append(watch)
+        watch = Watchpoint(session.next_number, label or where, space, address, length, cta=cta, local=local)
+        if session.engine is not None and session.batch is not None:
+            session.engine.read_watch(watch)
+        session.next_number += 1
+        session.watchpoints.append(watch)
         return watch
 
 
