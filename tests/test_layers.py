@@ -82,6 +82,11 @@ def test_every_module_belongs_to_a_layer():
     assert not unplaced
 
 
+def test_a_root_module_that_is_not_listed_as_a_front_door_belongs_to_no_layer():
+    assert layer_of("emulator.launching").is_front_door and layer_of("emulator").is_front_door
+    assert layer_of("emulator.unlisted_tool") is None
+
+
 def test_layers_are_ranked_bottom_up_without_gaps():
     assert sorted({layer.rank for layer in LAYERS}) == list(range(max(layer.rank for layer in LAYERS) + 1))
 
