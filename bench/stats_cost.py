@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from run import EXAMPLES, ROOT, WORKLOADS  # noqa: E402
 
-from emulator.cli.common import parse_dims  # noqa: E402
+from emulator.launching import parse_dims  # noqa: E402
 from emulator.cli.hostmalloc import keep_freed_memory  # noqa: E402
 from emulator.runtime.module import Device, Module  # noqa: E402
 from emulator.runtime.spec import parse_arg    # noqa: E402

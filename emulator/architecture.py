@@ -17,6 +17,13 @@ class Layer:
     is_front_door: bool = False
 
 
+#: every front door by name: a module at the package root that is not listed here belongs to no layer
+FRONT_DOORS = ("emulator.__main__", "emulator.api", "emulator.architecture", "emulator.cli", "emulator.cudart",
+               "emulator.debug", "emulator.errors", "emulator.launching", "emulator.numba", "emulator.ocelot",
+               "emulator.pytest_plugin", "emulator.raw", "emulator.triton", "emulator.triton_backend")
+#: the package itself (emulator/__init__.py), a front door by its exact name only
+ROOT_PACKAGE = "emulator"
+
 LAYERS: Tuple[Layer, ...] = (
     Layer("data", 0, ("grammars", "isa"),
           "grammar text; the instruction tables and every instruction's semantics as pure numpy functions"),
@@ -30,13 +37,15 @@ LAYERS: Tuple[Layer, ...] = (
           "warps, scheduling, barriers, calls; executors binding IR instructions to a batch's registers"),
     Layer("runtime", 4, ("emulator.runtime",), "devices, modules, kernels, launches, arguments"),
     Layer("observers", 5, ("emulator.observers",), "statistics, checkers, traces, profiles, the debugger's core"),
-    Layer("front doors", 6, ("emulator",), "command line, Python API, REPL debugger, pytest plugin, client "
-                                           "adapters", is_front_door=True),
+    Layer("front doors", 6, FRONT_DOORS, "command line, Python API, REPL debugger, pytest plugin, client adapters",
+          is_front_door=True),
 )
 
 
 def layer_of(module: str) -> Optional[Layer]:
     """The layer a dotted module name belongs to (the longest package prefix wins); None outside gpuemu."""
+    if module == ROOT_PACKAGE:
+        return LAYERS[-1]
     best: Optional[Layer] = None
     best_length = -1
     for layer in LAYERS:

@@ -21,10 +21,8 @@ library (`gpuemu ocelot-lib`), calls run_raw: every argument a raw value.
 """
 from __future__ import annotations
 
-import argparse
 import bisect
 import ctypes
-import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
@@ -32,7 +30,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from emulator.api import Device, DevicePointer, Module
-from emulator.base.errors import GpuemuError, UsageError
+from emulator.base.errors import UsageError
 
 _SIZES: Dict[int, int] = {}
 _MODULES: "OrderedDict[str, Module]" = OrderedDict()
@@ -226,21 +224,3 @@ def _launch(kernel, grid, block, args, shared: int, raw_addresses: List[int], on
     finally:
         for start in attached:
             on.memory.detach_host(start)
-
-
-# ---- `gpuemu ocelot-lib` ----
-
-def add_command(commands) -> None:
-    parser = commands.add_parser("ocelot-lib", help="print the path of gpuemu's libgpuocelot.so (GPUOcelot's ptx_run: "
-                                 "OCELOT_PATH=$(gpuemu ocelot-lib) runs tinygrad's mock GPUs on gpuemu)")
-    parser.set_defaults(handler=command_ocelot_lib)
-
-
-def command_ocelot_lib(options: argparse.Namespace) -> int:
-    from emulator.cudart import libdir
-    from emulator.cudart.libraries import OCELOT
-    directory, failed = libdir.library_directory()
-    if OCELOT.filename in failed:
-        raise GpuemuError(f"{OCELOT.filename} could not be built: {failed[OCELOT.filename]}")
-    print(f"{directory}/{OCELOT.filename}", file=sys.stdout)
-    return 0

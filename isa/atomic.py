@@ -10,6 +10,8 @@ from typing import Optional
 
 import numpy as np
 
+from isa import fp
+
 #: atom/red operations each data type supports (PTX ISA, sm_90); integer types support every operation
 INTEGER_TYPES = ("b32", "u32", "s32", "b64", "u64", "s64")
 OPS = ("add", "exch", "cas", "min", "max", "inc", "dec", "and", "or", "xor")
@@ -90,16 +92,11 @@ def f32_flush(bits: np.ndarray) -> np.ndarray:
 
 
 def f32_add(x: np.ndarray, y: np.ndarray, ftz: bool) -> np.ndarray:
-    either_nan = small_is_nan(x, 23, 8) | small_is_nan(y, 23, 8)
-    if ftz:
-        x, y = f32_flush(x), f32_flush(y)
-    with np.errstate(invalid="ignore"):
-        total = small_to_double(x, 23, 8) + small_to_double(y, 23, 8)
-    invalid = np.isnan(total)
-    result = narrow_double(np.where(invalid, 0.0, total), 23, 8)
-    if ftz:
-        result = f32_flush(result)
-    return np.where(either_nan | invalid, CANONICAL_NAN_F32, result).astype(np.uint32)
+    """atom.add.f32 on raw bits: add.rn.f32 (isa.fp.fadd; ftz flushes subnormal operands and results), every NaN
+    the canonical one."""
+    total = np.asarray(fp.fadd(np.asarray(x).astype(np.uint32).view(np.float32),
+                               np.asarray(y).astype(np.uint32).view(np.float32), ty="f32", ftz=ftz), dtype=np.float32)
+    return np.where(np.isnan(total), CANONICAL_NAN_F32, total.view(np.uint32)).astype(np.uint32)
 
 
 def f64_is_nan(bits: np.ndarray) -> np.ndarray:

@@ -33,6 +33,16 @@ def in_window(addresses, window_base: int, window_size: int) -> np.ndarray:
     return (addresses >= np.uint64(window_base)) & (addresses < np.uint64(window_base + window_size))
 
 
+def generic_region(addresses: np.ndarray, shared_window: int, local_window: int, window_size: int):
+    """Where generic addresses (uint64) point: (in the shared window, in the local window, each address within its
+    state space: the offset into its window, else the address itself, a global one)."""
+    from_shared = addresses - np.uint64(shared_window)
+    from_local = addresses - np.uint64(local_window)
+    in_shared = from_shared < np.uint64(window_size)
+    in_local = ~in_shared & (from_local < np.uint64(window_size))
+    return in_shared, in_local, np.where(in_shared, from_shared, np.where(in_local, from_local, addresses))
+
+
 def unpack_elements(raw: np.ndarray, dtype: np.dtype, count: int) -> np.ndarray:
     """ld{.v2,.v4}: each lane's `count` elements from its loaded bytes (lanes × width uint8) → (lanes, count)."""
     return np.ascontiguousarray(raw).view(dtype).reshape(-1, count)

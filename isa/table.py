@@ -220,15 +220,16 @@ def _subc(d):
     return intops.subc
 
 
-def _mul(d):
+def _by_mulmode(d, float_function, *, hi, wide, lo):
+    """mul/mad: the float function with the rounding modifiers, else the integer function .hi, .wide or .lo names."""
     if _is_float(d):
-        return partial(fp.fmul, **_float_kw(d))
-    mode = d.get("mulmode", "lo")
-    if mode == "hi":
-        return partial(intops.mul_hi, ty=d.type)
-    if mode == "wide":
-        return partial(intops.mul_wide, ty=d.type)
-    return np.multiply
+        return partial(float_function, **_float_kw(d))
+    return {"hi": hi, "wide": wide}.get(d.get("mulmode", "lo"), lo)
+
+
+def _mul(d):
+    return _by_mulmode(d, fp.fmul, hi=partial(intops.mul_hi, ty=d.type), wide=partial(intops.mul_wide, ty=d.type),
+                       lo=np.multiply)
 
 
 def _mul_sig(d):
@@ -236,18 +237,10 @@ def _mul_sig(d):
 
 
 def _mad(d):
-    if _is_float(d):
-        return partial(fp.ffma, **_float_kw(d))
-    mode = d.get("mulmode", "lo")
-    if d.has("cc"):
-        return partial(intops.mad_cc, hi=mode == "hi", ty=d.type)
-    if mode == "hi":
-        if d.has("sat"):
-            return intops.mad_hi_sat_s32
-        return partial(intops.mad_hi, ty=d.type)
-    if mode == "wide":
-        return partial(intops.mad_wide, ty=d.type)
-    return intops.mad_lo
+    if not _is_float(d) and d.has("cc"):
+        return partial(intops.mad_cc, hi=d.get("mulmode", "lo") == "hi", ty=d.type)
+    hi = intops.mad_hi_sat_s32 if d.has("sat") else partial(intops.mad_hi, ty=d.type)
+    return _by_mulmode(d, fp.ffma, hi=hi, wide=partial(intops.mad_wide, ty=d.type), lo=intops.mad_lo)
 
 
 def _mad_sig(d):
@@ -522,8 +515,12 @@ def _moded(fn, category):
 
 
 def _mma(d):
+    """f64: the chain of fused multiply-adds (b as (k, n)); integers: the exact 32-bit sum; the rest: the tensor
+    cores' aligned sum (b as (n, k))."""
     if d.types[1] == "f64":
         return tensor.fma_chain
+    if d.types[1] in ("s8", "u8"):
+        return partial(tensor.integer_mma, satfinite=d.has("satfinite"))
     return partial(tensor.tensor_core_sum, kind=d.types[1], accumulator=d.types[0])
 
 
@@ -897,7 +894,7 @@ FAMILIES: Tuple[Family, ...] = (
            op_class="wmma", optional_slots=3, semantics=_plain(tensor.tensor_core_sum),
            doc="warp matrix load, store and multiply-accumulate"),
     Family("mbarrier", "<-", (("b64",),), ("mbarop", "sem", "scope", "space", "parity", "expecttx", "nocomplete"),
-           op_class="mbarrier", type_optional=True, semantics=_plain(tensor.mbarrier_settle),
+           op_class="mbarrier", type_optional=True, semantics=_plain(tensor.mbarrier_apply),
            doc="asynchronous barrier objects in shared memory"),
     Family("mma", "T0 <- T1, T2, T3", (MMA_TYPES, MMA_TYPES, MMA_TYPES, MMA_TYPES),
            ("sync", "aligned", "mmashape", "mmalayout", "satfinite"), op_class="mma", semantics=_mma, check=_mma_check,

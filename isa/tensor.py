@@ -3,6 +3,8 @@ H100's tensor-core summation (fitted bit for bit on the H100; docs/tensor-cores.
 values and back, and the mbarrier object's 64-bit state word."""
 from __future__ import annotations
 
+from typing import Optional, Tuple
+
 import numpy as np
 
 from isa import fp, halfbits
@@ -182,6 +184,43 @@ def mbarrier_settle(expected, pending, transactions, phase):
     if pending <= 0 and transactions <= 0:
         return expected, expected, 0, phase ^ 1
     return expected, pending, transactions, phase
+
+
+#: the mbarrier operations mbarrier_apply defines
+MBARRIER_OPS = ("init", "arrive", "arrive_drop", "expect_tx", "complete_tx", "test_wait", "try_wait", "pending_count",
+                "inval")
+
+
+def mbarrier_apply(op: str, word: int, operand: Optional[int] = None, *, expect_tx: bool = False,
+                   parity: bool = False) -> Tuple[Optional[int], int]:
+    """One lane's mbarrier.op on the object's 64-bit state word (bits 0-20 the expected arrivals of a phase, 21-41
+    the arrivals still pending, 42-62 the transaction bytes still expected, 63 the phase parity): (the word it
+    leaves, None when it writes none; the lane's result: the old word for an arrival, 1 when the phase waited on
+    has completed for test_wait/try_wait, the pending count of the state in operand for pending_count). operand:
+    the count, the transaction bytes, or the state or parity waited on; expect_tx: .expect_tx on an arrival."""
+    expected, pending, transactions, phase = mbarrier_unpack(word)
+    if op == "init":
+        return mbarrier_pack(operand, operand, 0, 0), 0
+    if op in ("arrive", "arrive_drop", "expect_tx", "complete_tx"):
+        arrival = op in ("arrive", "arrive_drop")
+        amount = operand if operand is not None and arrival and not expect_tx else 1
+        if op == "arrive_drop":
+            expected -= amount
+        if expect_tx:
+            transactions += operand
+        if op == "complete_tx":
+            transactions -= operand
+        if arrival:
+            pending -= amount
+        return mbarrier_pack(*mbarrier_settle(expected, pending, transactions, phase)), word
+    if op in ("test_wait", "try_wait"):
+        waited_phase = operand & 1 if parity else operand >> 63
+        return None, 1 if phase != waited_phase else 0
+    if op == "pending_count":
+        return None, mbarrier_unpack(operand)[1]
+    if op == "inval":
+        return 0, 0
+    raise ValueError(f"mbarrier.{op} is not one of {', '.join(MBARRIER_OPS)}")
 
 
 # ---- wgmma: shared-memory matrix descriptors and register operands ----

@@ -60,6 +60,14 @@ def _bits(flags: np.ndarray) -> np.ndarray:
     return (flags.astype(np.uint32) * LANE_BITS).sum(axis=-1, dtype=np.uint32)
 
 
+def shfl_participates(source_active: np.ndarray, source_lane: np.ndarray, member_mask=None) -> np.ndarray:
+    """shfl.sync: whether each lane's source lane takes part: it is active and, given the member mask, named in it."""
+    if member_mask is None:
+        return source_active
+    named = (np.asarray(member_mask).astype(np.uint32) >> source_lane.astype(np.uint32)) & 1
+    return source_active & (named != 0)
+
+
 def shfl_value(values: np.ndarray, own: np.ndarray, valid: np.ndarray, participates: np.ndarray) -> np.ndarray:
     """What shfl.sync writes: the source lane's value when it is in range and takes part (executes the shfl
     and is in the reader's membermask), 0 when it is in range but does not take part (read off the H100:

@@ -76,3 +76,26 @@ def test_without_noinc_the_async_arrive_alone_does_not_complete_the_phase():
 def test_noinc_counts_one_arrival_per_thread():
     completed, _, _ = run(noinc=True, arrive=False, expected=33)
     assert completed.tolist() == [0] * 32
+
+
+def _state(expected, pending, transactions, phase):
+    """The mbarrier object's word as the PTX ISA lays it out: expected and pending arrivals, tx-count, phase."""
+    return expected | (pending << 21) | (transactions << 42) | (phase << 63)
+
+
+def test_mbarrier_apply_completes_a_phase_after_the_expected_arrivals_and_transactions():
+    from isa.tensor import mbarrier_apply
+    word, _ = mbarrier_apply("init", 0, 2)
+    assert word == _state(2, 2, 0, 0)
+    word, old = mbarrier_apply("expect_tx", word, 16, expect_tx=True)
+    assert (word, old) == (_state(2, 2, 16, 0), _state(2, 2, 0, 0))
+    word, _ = mbarrier_apply("arrive", word)
+    word, _ = mbarrier_apply("arrive", word)
+    assert word == _state(2, 0, 16, 0)
+    assert mbarrier_apply("test_wait", word, 0, parity=True) == (None, 0)
+    word, _ = mbarrier_apply("complete_tx", word, 16)
+    assert word == _state(2, 2, 0, 1)
+    assert mbarrier_apply("try_wait", word, 0, parity=True) == (None, 1)
+    assert mbarrier_apply("pending_count", word, _state(2, 1, 0, 0)) == (None, 1)
+    word, _ = mbarrier_apply("arrive_drop", word, 1)
+    assert word == _state(1, 1, 0, 1)

@@ -82,6 +82,11 @@ def test_every_module_belongs_to_a_layer():
     assert not unplaced
 
 
+def test_a_root_module_that_is_not_listed_as_a_front_door_belongs_to_no_layer():
+    assert layer_of("emulator.launching").is_front_door and layer_of("emulator").is_front_door
+    assert layer_of("emulator.unlisted_tool") is None
+
+
 def test_layers_are_ranked_bottom_up_without_gaps():
     assert sorted({layer.rank for layer in LAYERS}) == list(range(max(layer.rank for layer in LAYERS) + 1))
 
@@ -98,3 +103,102 @@ def test_architecture_doc_draws_the_layers_the_code_has():
     import sys
     result = subprocess.run([sys.executable, str(ROOT / "tools" / "architecture.py"), "--check"], cwd=ROOT)
     assert result.returncode == 0, "run: python tools/architecture.py --write"
+
+
+#: compiled extension modules: an import of one names a .so beside the package, not the package itself
+COMPILED_EXTENSIONS = {"emulator.memory._gpuemu_core", "emulator.accel._gpuemu_arith"}
+
+
+def module_level_imports(path: Path):
+    """Absolute module names the file imports when it is imported (its top-level statements, not its functions)."""
+    current = module_name(path)
+    package = current if path.name == "__init__.py" else current.rpartition(".")[0]
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module
+            if node.level:
+                base = package.split(".")
+                module = ".".join(base[:len(base) - node.level + 1] + ([node.module] if node.module else []))
+            yield from (f"{module}.{alias.name}" for alias in node.names)
+
+
+def import_graph():
+    """gpuemu module → the gpuemu modules its top-level imports load (an imported name resolves to its module)."""
+    modules = {module_name(path): path for path in python_files("emulator", "isa")}
+
+    def owner(name):
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for name, path in modules.items():
+        targets = {owner(imported) for imported in module_level_imports(path)
+                   if not any(imported == ext or imported.startswith(ext + ".") for ext in COMPILED_EXTENSIONS)}
+        graph[name] = {target for target in targets if target and target != name}
+    return graph
+
+
+def cycles(graph):
+    """The strongly connected components of more than one node (Tarjan's algorithm, iterative)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            for successor in successors:
+                if successor not in index:
+                    index[successor] = low[successor] = len(index)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(sorted(graph.get(successor, ())))))
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def package_of(module: str) -> str:
+    """emulator's subpackage a module lives in (emulator.cli for emulator.cli.run); a root module is its own."""
+    parts = module.split(".")
+    if parts[0] != "emulator":
+        return parts[0]
+    return ".".join(parts[:2]) if len(parts) > 1 and (ROOT / "emulator" / parts[1]).is_dir() else module
+
+
+def test_cycles_finds_a_loop_and_passes_a_chain():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_module_imports_itself_through_others():
+    assert cycles(import_graph()) == []
+
+
+def test_no_package_imports_itself_through_others():
+    packages = {}
+    for module, targets in import_graph().items():
+        packages.setdefault(package_of(module), set()).update(
+            package_of(target) for target in targets if package_of(target) != package_of(module))
+    assert cycles(packages) == []

@@ -28,11 +28,6 @@ def make_builder(source_dir: str) -> FFI:
 ffibuilder = make_builder(os.path.join("emulator", "accel"))
 
 
-def build_in_place() -> str:
-    """Compiles the extension in a scratch directory and puts the module next to this file."""
-    from emulator.base import cbuild  # setup.py runs this file on its own, where the package is not importable
-    return cbuild.build_in_place(make_builder, HERE, "_gpuemu_arith")
-
-
 if __name__ == "__main__":
-    print(build_in_place())
+    from emulator.base import cbuild  # setup.py runs this file on its own, where the package is not importable
+    print(cbuild.build_in_place(make_builder, HERE, "_gpuemu_arith"))

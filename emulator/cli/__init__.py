@@ -24,7 +24,7 @@ from emulator.cli.outputs import DEFERRED_SIGNALS, Terminated
 #: every subcommand and the module that defines it, in the order --help lists them
 COMMANDS = {"run": "emulator.cli.run", "isa": "emulator.cli.isa", "profile": "emulator.cli.profile",
             "debug": "emulator.cli.debug", "dap": "emulator.cli.dap", "trace": "emulator.cli.trace",
-            "libdir": "emulator.cudart.libdir", "ocelot-lib": "emulator.ocelot"}
+            "libdir": "emulator.cudart.libdir", "ocelot-lib": "emulator.cudart.ocelot_lib"}
 
 
 def build_parser(command: Optional[str] = None) -> UsageParser:

@@ -7,10 +7,12 @@ from typing import Dict, List, Optional
 
 from emulator.base.errors import UsageError
 from emulator.base.sources import read_program
-from emulator.cli.common import Progress, RunFeature, cuda_compile_options, parse_dims, positive_int
+from emulator.cli.common import Progress, RunFeature, positive_int
 from emulator.frontend import cuda
+from emulator.launching import cuda_compile_options, parse_dims
 from emulator.machine.policies import SCHEDULES, make_policy
-from emulator.observers.checks import CHECKS, DEFAULT_MAX_ERRORS, CheckFailed, CheckSession, compare_outputs
+from emulator.observers.checks import DEFAULT_MAX_ERRORS, CheckFailed, CheckSession, compare_outputs
+from emulator.observers.checks.common import chosen_checks
 from emulator.runtime.launch import DEFAULT_ARCH, DEFAULT_MAX_STEPS, DEFAULT_SPIN_LIMIT
 from emulator.runtime.names import arch_number, plain_name
 from emulator.runtime.spec import default_arguments, parse_arg
@@ -92,13 +94,7 @@ FEATURE = ChecksFeature()
 
 
 def selected_checks(options) -> List[str]:
-    names = [name.strip() for name in options.check.split(",") if name.strip()]
-    if "all" in names:
-        return list(CHECKS)
-    unknown = [name for name in names if name not in CHECKS]
-    if unknown:
-        raise UsageError(f"--check: unknown checker '{unknown[0]}' (choose from {', '.join(CHECKS)}, all)")
-    return names
+    return chosen_checks(options.check, "--check")
 
 
 def launch_arch(options, kernel) -> int:

@@ -4,8 +4,9 @@ from __future__ import annotations
 import sys
 
 from emulator.base.errors import DeviceError, UsageError
-from emulator.cli.common import Progress, add_launch_arguments, check_output_path, prepare_launch
+from emulator.cli.common import Progress, add_launch_arguments, check_output_path
 from emulator.cli.outputs import RunOutputs, interrupted, write_report_now
+from emulator.launching import prepare_launch
 from emulator.observers.profile import Profile, render_html, render_text
 from emulator.observers.stats import MemoryStats, launch_title
 from emulator.runtime.launch import DEFAULT_MAX_STEPS

@@ -8,9 +8,9 @@ import numpy as np
 
 from emulator.base.errors import DeviceError, GpuemuError
 from emulator.cli import checks, stats, trace
-from emulator.cli.common import (Progress, add_launch_arguments, check_output_directory, check_output_path,
-                                 prepare_launch)
+from emulator.cli.common import Progress, add_launch_arguments, check_output_directory, check_output_path
 from emulator.cli.outputs import RunOutputs, interrupted, write_report_now
+from emulator.launching import prepare_launch
 
 #: what `gpuemu run` can attach to a launch, in the order their reports print
 FEATURES = (stats.FEATURE, checks.FEATURE, trace.FEATURE)

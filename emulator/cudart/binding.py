@@ -34,11 +34,15 @@ class Implementations(dict):
 
 
 def bind(ffi, lib, implementation: str, library_name: str) -> None:
-    """Define every py_NAME of the library from the module's IMPLEMENTATIONS; called by the library's init code."""
+    """Define every py_NAME of the library from the module's IMPLEMENTATIONS; called by the library's init code. The
+    module gets ffi and lib through its attach, else as its globals ffi and lib."""
     from . import context
     module = importlib.import_module(implementation)
     _LIBRARIES[library_name] = lib
-    module.attach(ffi, lib)
+    if hasattr(module, "attach"):
+        module.attach(ffi, lib)
+    else:
+        module.ffi, module.lib = ffi, lib
 
     @ffi.def_extern(name="py_gpuemu_start")
     def start(owns_python):
@@ -73,6 +77,11 @@ def bind(ffi, lib, implementation: str, library_name: str) -> None:
         ffi.def_extern(name="py_" + name)(_guarded(name, function, kind, module))
 
 
+def _no_value(name: str) -> None:
+    """What a failing function that returns a value (not a status) gives back, unless its module says otherwise."""
+    return None
+
+
 def _c_write(ffi, lib, to_stderr: int, text: str) -> None:
     data = text.encode("utf-8", "replace")
     lib.gpuemu_write(to_stderr, data, len(data))
@@ -81,6 +90,7 @@ def _c_write(ffi, lib, to_stderr: int, text: str) -> None:
 def _guarded(name: str, function: Callable, kind: str, module) -> Callable:
     from . import context
     translate = getattr(module, "TRANSLATE", {})
+    failure_value = getattr(module, "failure_value", _no_value)
 
     def call(*args):
         with API_LOCK:
@@ -98,15 +108,15 @@ def _guarded(name: str, function: Callable, kind: str, module) -> Callable:
             if error.message:
                 state.say(f"{name}: {error.message}")
             state.last_error = error.code
-            return error.code if kind != "value" else module.failure_value(name)
+            return error.code if kind != "value" else failure_value(name)
         except GpuemuError as error:
             state.say(f"{name}: {error}")
             state.last_error = codes.UNKNOWN
-            return codes.UNKNOWN if kind != "value" else module.failure_value(name)
+            return codes.UNKNOWN if kind != "value" else failure_value(name)
         except Exception as error:  # a gpuemu bug: one line, never a crash of the program
             state.say(f"internal error in {name}: {type(error).__name__}: {error}")
             state.last_error = codes.UNKNOWN
-            return codes.UNKNOWN if kind != "value" else module.failure_value(name)
+            return codes.UNKNOWN if kind != "value" else failure_value(name)
         if kind == "value":
             return result
         code = result or 0

@@ -17,7 +17,7 @@ import sys
 import sysconfig
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTOTYPE = re.compile(r"^(?P<ret>.*?[\s*])(?P<name>\w+)\((?P<params>.*)\);$")
@@ -336,20 +336,3 @@ def build(library: Library, directory: str, *, verbose: bool = False) -> str:
 
 def _c_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def libraries() -> List[Library]:
-    from . import libraries as catalogue
-    return catalogue.LIBRARIES
-
-
-def build_all(directory: str, *, verbose: bool = False) -> Dict[str, str]:
-    """Build every library into directory; name → path, or name → the reason it could not be built."""
-    results = {}
-    for library in libraries():
-        try:
-            results[library.filename] = build(library, directory, verbose=verbose)
-        except Exception as error:  # a missing compiler or header: the other libraries may still build
-            first_line = str(error).splitlines()[0] if str(error) else ""
-            results[library.filename] = f"not built: {type(error).__name__}: {first_line}"
-    return results

@@ -13,6 +13,7 @@ from typing import Dict, Optional, Tuple
 from ..base import cache
 from ..errors import GpuemuError, UsageError
 from . import builder
+from .libraries import LIBRARIES
 
 PACKAGE_LIBS = os.path.join(builder.HERE, "lib")
 INPUTS = ("builder.py", "libraries.py", "cuda_types.h", "runtime.h", "driver.h", "ocelot.h", "unsupported.h")
@@ -31,6 +32,18 @@ def build_key() -> str:
             with open(path, "rb") as handle:
                 digest.update(name.encode() + b"\0" + handle.read())
     return digest.hexdigest()[:16]
+
+
+def build_all(directory: str, *, verbose: bool = False) -> Dict[str, str]:
+    """Build every library into directory; name → path, or name → the reason it could not be built."""
+    results = {}
+    for library in LIBRARIES:
+        try:
+            results[library.filename] = builder.build(library, directory, verbose=verbose)
+        except Exception as error:  # a missing compiler or header: the other libraries may still build
+            first_line = str(error).splitlines()[0] if str(error) else ""
+            results[library.filename] = f"not built: {type(error).__name__}: {first_line}"
+    return results
 
 
 def cache_root() -> str:
@@ -71,7 +84,7 @@ def unsafe_reason(path: str) -> Optional[str]:
 
 
 def _complete(directory: str) -> bool:
-    return all(os.path.exists(os.path.join(directory, library.filename)) for library in builder.libraries())
+    return all(os.path.exists(os.path.join(directory, library.filename)) for library in LIBRARIES)
 
 
 def _failures(directory: str) -> Dict[str, str]:
@@ -84,7 +97,7 @@ def _failures(directory: str) -> Dict[str, str]:
 
 def build_into(directory: str, *, verbose: bool = False) -> Dict[str, str]:
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    results = builder.build_all(directory, verbose=verbose)
+    results = build_all(directory, verbose=verbose)
     failed = {name: reason for name, reason in results.items() if not os.path.isabs(reason)}
     with open(os.path.join(directory, "NOT-BUILT"), "w", encoding="utf-8") as handle:
         for name, reason in failed.items():
@@ -128,7 +141,7 @@ def command_libdir(options: argparse.Namespace) -> int:
         directory, failed = library_directory()
     for name, reason in failed.items():
         print(f"gpuemu: {name} {reason}", file=sys.stderr)
-    if len(failed) == len(builder.libraries()):
+    if len(failed) == len(LIBRARIES):
         raise GpuemuError("no CUDA library could be built (the lines above say why)")
     print(directory)
     return 0

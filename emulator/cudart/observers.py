@@ -59,14 +59,8 @@ class Session:
 
     @staticmethod
     def _checks(text: str) -> List[str]:
-        from emulator.observers.checks import CHECKS
-        names = [name.strip() for name in text.split(",") if name.strip()]
-        if "all" in names:
-            return list(CHECKS)
-        unknown = [name for name in names if name not in CHECKS]
-        if unknown:
-            raise UsageError(f"GPUEMU_CHECK: unknown checker '{unknown[0]}' (choose from {', '.join(CHECKS)}, all)")
-        return names
+        from emulator.observers.checks.common import chosen_checks
+        return chosen_checks(text, "GPUEMU_CHECK")
 
     def launch(self, kernel, grid, block, args, shared: int, max_dynamic_shared: Optional[int], options: dict,
                source: str = ""):

@@ -11,15 +11,6 @@ NOT_SUPPORTED_NAME = "nothing"
 ffi = lib = None
 
 
-def attach(cffi_ffi, cffi_lib) -> None:
-    global ffi, lib
-    ffi, lib = cffi_ffi, cffi_lib
-
-
-def failure_value(name: str):
-    return None
-
-
 @IMPLEMENTATIONS.value
 def ptx_run(src, count, args, bx, by, bz, gx, gy, gz, shared):
     """GPUOcelot's ptx_run returns nothing, so errors go to stderr: a fault as gpuemu's report (what the kernel

@@ -19,15 +19,6 @@ STATUSES = {
 ffi = lib = None
 
 
-def attach(cffi_ffi, cffi_lib) -> None:
-    global ffi, lib
-    ffi, lib = cffi_ffi, cffi_lib
-
-
-def failure_value(name: str):
-    return None
-
-
 def not_supported(library_name: str):
     status, name = STATUSES[library_name]
     return status, name, " (gpuemu runs kernels, not NVIDIA's math libraries)"

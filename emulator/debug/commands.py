@@ -1,5 +1,5 @@
 """The debugger's REPL: cuda-gdb's commands over the session core (emulator.observers.debugger), one launch at a
-time. The commands live in mixins by theme: running.py, breaks.py, data.py, info.py."""
+time. The commands live in groups by theme, objects that hold the session: running.py, breaks.py, data.py, info.py."""
 from __future__ import annotations
 
 import difflib
@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from emulator.base.errors import GpuemuError
 from emulator.base.text import printable
-from emulator.cli.common import prepare_launch
+from emulator.launching import prepare_launch
 from emulator.debug.breaks import BreakCommands
 from emulator.debug.data import DataCommands
 from emulator.debug.info import InfoCommands
@@ -32,8 +32,9 @@ class Command:
     repeat: bool
 
 
-class Session(RunCommands, BreakCommands, DataCommands, InfoCommands, DebugSession):
-    """One debugging session at the prompt: the core's state, cuda-gdb's commands and what they print."""
+class Session(DebugSession):
+    """One debugging session at the prompt: the core's state, what the prompt remembers, the command table; the
+    commands themselves live in four groups that hold this session (running, breaks, data, info)."""
 
     def __init__(self, options, out, err):
         DebugSession.__init__(self, options, lambda: prepare_launch(options), Registers)
@@ -51,6 +52,10 @@ class Session(RunCommands, BreakCommands, DataCommands, InfoCommands, DebugSessi
         self.quitting = False
         self.commands: Dict[str, Command] = {}
         self.aliases: Dict[str, str] = {}
+        self.running = RunCommands(self)
+        self.breaks = BreakCommands(self)
+        self.data = DataCommands(self)
+        self.info = InfoCommands(self)
         self._define_commands()
 
     # ---- output ----
@@ -67,62 +72,63 @@ class Session(RunCommands, BreakCommands, DataCommands, InfoCommands, DebugSessi
     def _define_commands(self) -> None:
         table = [
             ("run", self.cmd_run, "Launch the kernel (again, from the beginning).", "run", False),
-            ("start", self.cmd_start, "Launch the kernel and stop at its first instruction.", "start", False),
-            ("continue", self.cmd_continue, "Resume until a breakpoint, a watchpoint or the kernel's end.",
+            ("start", self.running.cmd_start, "Launch the kernel and stop at its first instruction.", "start", False),
+            ("continue", self.running.cmd_continue, "Resume until a breakpoint, a watchpoint or the kernel's end.",
              "continue", True),
-            ("step", self.cmd_step, "One instruction of the focused warp, into calls.", "step [N]", True),
-            ("stepi", self.cmd_step, "One instruction of the focused warp, into calls.", "stepi [N]", True),
-            ("next", self.cmd_next, "One instruction of the focused warp, over calls.", "next [N]", True),
-            ("nexti", self.cmd_next, "One instruction of the focused warp, over calls.", "nexti [N]", True),
-            ("finish", self.cmd_finish,
+            ("step", self.running.cmd_step, "One instruction of the focused warp, into calls.", "step [N]", True),
+            ("stepi", self.running.cmd_step, "One instruction of the focused warp, into calls.", "stepi [N]", True),
+            ("next", self.running.cmd_next, "One instruction of the focused warp, over calls.", "next [N]", True),
+            ("nexti", self.running.cmd_next, "One instruction of the focused warp, over calls.", "nexti [N]", True),
+            ("finish", self.running.cmd_finish,
              "Run the focused warp out of its .func, or to its next barrier or exit.", "finish", True),
-            ("reverse-step", self.cmd_reverse_step, "Go back one instruction of the focused warp.",
+            ("reverse-step", self.running.cmd_reverse_step, "Go back one instruction of the focused warp.",
              "reverse-step [N]", True),
-            ("reverse-stepi", self.cmd_reverse_step, "Go back one instruction of the focused warp.",
+            ("reverse-stepi", self.running.cmd_reverse_step, "Go back one instruction of the focused warp.",
              "reverse-stepi [N]", True),
-            ("reverse-next", self.cmd_reverse_next, "Go back one instruction of the focused warp, over calls.",
+            ("reverse-next", self.running.cmd_reverse_next, "Go back one instruction of the focused warp, over calls.",
              "reverse-next [N]", True),
-            ("reverse-nexti", self.cmd_reverse_next, "Go back one instruction of the focused warp, over calls.",
+            ("reverse-nexti", self.running.cmd_reverse_next, "Go back one instruction of the focused warp, over calls.",
              "reverse-nexti [N]", True),
-            ("reverse-continue", self.cmd_reverse_continue,
+            ("reverse-continue", self.running.cmd_reverse_continue,
              "Go back to the last breakpoint or watchpoint hit, or the start of the history.",
              "reverse-continue", True),
-            ("break", self.cmd_break, "Set a breakpoint.",
+            ("break", self.breaks.cmd_break, "Set a breakpoint.",
              "break [LINE | FILE:LINE | LABEL | FUNCTION | *ADDRESS] [if CONDITION]", False),
-            ("tbreak", self.cmd_tbreak, "Set a breakpoint that is deleted when hit.", "tbreak LOCATION [if COND]",
-             False),
-            ("condition", self.cmd_condition, "Set or clear a breakpoint's condition.", "condition N [EXPRESSION]",
-             False),
-            ("delete", self.cmd_delete, "Delete breakpoints and watchpoints (all without numbers).",
+            ("tbreak", self.breaks.cmd_tbreak, "Set a breakpoint that is deleted when hit.",
+             "tbreak LOCATION [if COND]", False),
+            ("condition", self.breaks.cmd_condition, "Set or clear a breakpoint's condition.",
+             "condition N [EXPRESSION]", False),
+            ("delete", self.breaks.cmd_delete, "Delete breakpoints and watchpoints (all without numbers).",
              "delete [N...] | delete display [N...]", False),
-            ("disable", self.cmd_disable, "Disable breakpoints and watchpoints.", "disable [N...]", False),
-            ("enable", self.cmd_enable, "Enable breakpoints and watchpoints.", "enable [N...]", False),
-            ("watch", self.cmd_watch, "Stop when any thread writes memory (cuda-gdb has no device watchpoints).",
+            ("disable", self.breaks.cmd_disable, "Disable breakpoints and watchpoints.", "disable [N...]", False),
+            ("enable", self.breaks.cmd_enable, "Enable breakpoints and watchpoints.", "enable [N...]", False),
+            ("watch", self.breaks.cmd_watch, "Stop when any thread writes memory (cuda-gdb has no device watchpoints).",
              "watch[/SIZE] [@SPACE] ADDRESS   (SIZE 1 2 4 8 or b h w g; default 4 bytes)", False),
-            ("print", self.cmd_print, "Print an expression for the focused lane, one lane or all lanes.",
+            ("print", self.data.cmd_print, "Print an expression for the focused lane, one lane or all lanes.",
              "print[/x|d|u|t|o|c|f|a] EXPRESSION [@all | @lane N]", True),
-            ("output", self.cmd_output, "Print an expression without recording it in the value history.",
+            ("output", self.data.cmd_output, "Print an expression without recording it in the value history.",
              "output[/FMT] EXPRESSION", True),
-            ("x", self.cmd_x, "Examine memory: x/NFU [@global|@shared|@local|@const|@param] ADDRESS.",
+            ("x", self.data.cmd_x, "Examine memory: x/NFU [@global|@shared|@local|@const|@param] ADDRESS.",
              "x/NFU [@SPACE] ADDRESS   (F: x d u o t a c f s i; U: b h w g)", True),
-            ("list", self.cmd_list, "List PTX around the focus (with CUDA lines from .loc), or a location.",
+            ("list", self.data.cmd_list, "List PTX around the focus (with CUDA lines from .loc), or a location.",
              "list [LINE | FILE:LINE | LABEL | FUNCTION | *ADDRESS]", True),
-            ("display", self.cmd_display, "Print an expression at every stop.", "display[/FMT] EXPRESSION", False),
-            ("undisplay", self.cmd_undisplay, "Stop displaying expressions.", "undisplay [N...]", False),
-            ("info", self.cmd_info, "Show breakpoints, registers, displays, CUDA state, the record.",
+            ("display", self.data.cmd_display, "Print an expression at every stop.", "display[/FMT] EXPRESSION", False),
+            ("undisplay", self.data.cmd_undisplay, "Stop displaying expressions.", "undisplay [N...]", False),
+            ("info", self.info.cmd_info, "Show breakpoints, registers, displays, CUDA state, the record.",
              "info breakpoints|watchpoints|registers|display|args|locals|record|line|"
              "cuda kernels|blocks|warps|lanes|barriers", True),
-            ("ptype", self.cmd_ptype, "Show an expression's type, structures spelled out.", "ptype EXPRESSION",
+            ("ptype", self.data.cmd_ptype, "Show an expression's type, structures spelled out.", "ptype EXPRESSION",
              False),
-            ("whatis", self.cmd_whatis, "Show an expression's type.", "whatis EXPRESSION", False),
-            ("cuda", self.cmd_cuda, "Show or switch the focus: cuda block (1,0,0) thread (3,0,0), cuda warp 2 lane 5.",
+            ("whatis", self.data.cmd_whatis, "Show an expression's type.", "whatis EXPRESSION", False),
+            ("cuda", self.info.cmd_cuda,
+             "Show or switch the focus: cuda block (1,0,0) thread (3,0,0), cuda warp 2 lane 5.",
              "cuda [kernel K] [block B] [thread T] [warp W] [lane L]", False),
-            ("backtrace", self.cmd_backtrace, "Show the focused thread's frames (through .func calls).",
+            ("backtrace", self.info.cmd_backtrace, "Show the focused thread's frames (through .func calls).",
              "backtrace", True),
-            ("kill", self.cmd_kill, "Stop the kernel being debugged.", "kill", False),
-            ("echo", self.cmd_echo, "Print text (\\n for a newline).", "echo TEXT", False),
+            ("kill", self.running.cmd_kill, "Stop the kernel being debugged.", "kill", False),
+            ("echo", self.running.cmd_echo, "Print text (\\n for a newline).", "echo TEXT", False),
             ("help", self.cmd_help, "List the commands, or describe one.", "help [COMMAND]", False),
-            ("quit", self.cmd_quit, "Leave the debugger.", "quit", False),
+            ("quit", self.running.cmd_quit, "Leave the debugger.", "quit", False),
         ]
         for name, handler, summary, usage, repeat in table:
             self.commands[name] = Command(name, handler, summary, usage, repeat)
@@ -132,6 +138,10 @@ class Session(RunCommands, BreakCommands, DataCommands, InfoCommands, DebugSessi
                         "rs": "reverse-step", "rsi": "reverse-stepi", "rn": "reverse-next", "rni": "reverse-nexti",
                         "rc": "reverse-continue", "d": "delete", "tb": "tbreak", "k": "kill", "h": "help",
                         "fin": "finish", "disp": "display", "u": "undisplay", "exit": "quit"}
+
+    def cmd_run(self, arg: str, repeat: bool) -> None:
+        """`run`, the command every session starts a launch with: the session's own entry to it."""
+        self.running.cmd_run(arg, repeat)
 
     def resolve(self, word: str) -> Command:
         if word in self.commands:

@@ -17,7 +17,7 @@ import numpy as np
 
 from emulator.base.errors import DeviceError, GpuemuError, UsageError
 from emulator.base.text import printable
-from emulator.cli.common import prepare_launch
+from emulator.launching import prepare_launch
 from emulator.debug.dap_values import References, scopes, source_of, threads, variable
 from emulator.frontend.cuda import arch_name, is_cuda_path
 from emulator.observers.checks import CHECKS
@@ -349,13 +349,13 @@ class DapServer:
         lines = [integer_argument(wanted, "line", "setBreakpoints") for wanted in wanted_list]
         path = source.get("path") or source.get("name") or ""
         for old in self.source_breakpoints.pop(path, []):
-            session._remove(old)
+            session.stops.remove(old)
         results, made = [], []
         for wanted, line in zip(wanted_list, lines):
             try:
                 location = f"{path}:{line}"
-                pcs, _ = session._locate(location)
-                breakpoint = session._add_breakpoint(location, pcs, False, wanted.get("condition") or None)
+                pcs, _ = session.stops.locate(location)
+                breakpoint = session.stops.add_breakpoint(location, pcs, False, wanted.get("condition") or None)
                 breakpoint.hit_condition = hit_condition(wanted.get("hitCondition"))
                 made.append(breakpoint)
                 first = session.program.instrs[pcs[0]]
@@ -392,7 +392,7 @@ class DapServer:
                 reason = f"'{name}' is a register, not memory: gpuemu's watchpoints watch memory."
         if reason is None:
             try:
-                self._session().watch_target(expression, "generic", None)
+                self._session().stops.watch_target(expression, "generic", None)
             except DebugError as error:
                 reason = str(error)
         if reason is not None:
@@ -404,7 +404,7 @@ class DapServer:
     def on_setDataBreakpoints(self, request, arguments) -> None:
         session = self._session()
         for watch in self.data_watches:
-            session._remove(watch)
+            session.stops.remove(watch)
         self.data_watches, results = [], []
         wanted_list = arguments.get("breakpoints") or []
         if not isinstance(wanted_list, list) or not all(
@@ -413,8 +413,8 @@ class DapServer:
                              '"dataId" string.')
         for wanted in wanted_list:
             try:
-                space, address, length, value_type = session.watch_target(wanted["dataId"], "generic", None)
-                watch = session.add_watch(space, address, length, label=wanted["dataId"])
+                space, address, length, value_type = session.stops.watch_target(wanted["dataId"], "generic", None)
+                watch = session.stops.add_watch(space, address, length, label=wanted["dataId"])
                 watch.value_type = value_type
                 self.data_watches.append(watch)
                 results.append({"id": watch.number, "verified": True})
@@ -427,7 +427,7 @@ class DapServer:
         self.respond(request)
         if self.arguments.get("stopOnEntry"):
             entry = session.program.functions[session.program.name].entry_pc
-            session._add_breakpoint("entry", (entry,), True, None)
+            session.stops.add_breakpoint("entry", (entry,), True, None)
         self._start()
 
     def _start(self) -> None:

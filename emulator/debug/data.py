@@ -69,6 +69,9 @@ def c_string(data: bytes) -> str:
 class DataCommands:
     """Values of expressions, memory, code and source, as gdb shows them."""
 
+    def __init__(self, session):
+        self.session = session
+
     @staticmethod
     def _lanes_suffix(text: str) -> Tuple[str, Optional[str]]:
         match = re.match(r"(.*?)\s*@(all|lane\s+\d+)\s*$", text)
@@ -81,45 +84,46 @@ class DataCommands:
         expression, lanes = self._lanes_suffix(rest)
         if not expression:
             raise DebugError("Argument required (expression to compute).")
-        values, shown = self._print_value(expression, fmt, lanes)
-        self.values.append(_kept(values))
-        self.say(f"${len(self.values)} = {shown}")
+        values, shown = self.session._print_value(expression, fmt, lanes)
+        self.session.values.append(_kept(values))
+        self.session.say(f"${len(self.session.values)} = {shown}")
 
     def cmd_output(self, arg: str, repeat: bool) -> None:
         fmt, rest = parse_format(arg.strip())
         expression, lanes = self._lanes_suffix(rest)
-        self.say(self._print_value(expression, fmt, lanes)[1])
+        self.session.say(self.session._print_value(expression, fmt, lanes)[1])
 
     def cmd_display(self, arg: str, repeat: bool) -> None:
         if not arg:
-            if self.engine is not None and self.focus_thread is not None:
-                self._show_displays()
+            if self.session.engine is not None and self.session.focus_thread is not None:
+                self.session.running._show_displays()
             return
         fmt, expression = parse_format(arg)
         parse_expression(expression)
-        number = self.next_display
-        self.next_display += 1
-        self.displays.append((number, fmt, expression))
-        if self.engine is not None and self.focus_thread is not None:
-            self._display_one(number, fmt, expression)
+        number = self.session.next_display
+        self.session.next_display += 1
+        self.session.displays.append((number, fmt, expression))
+        if self.session.engine is not None and self.session.focus_thread is not None:
+            self.session.running._display_one(number, fmt, expression)
 
     def cmd_undisplay(self, arg: str, repeat: bool) -> None:
         if not arg:
-            self.displays = []
+            self.session.displays = []
             return
         wanted = set()
         for word in arg.replace(",", " ").split():
-            if not word.isdigit() or all(number != int(word) for number, _, _ in self.displays):
+            if not word.isdigit() or all(number != int(word) for number, _, _ in self.session.displays):
                 raise DebugError(f"No display number {word}.")
             wanted.add(int(word))
-        self.displays = [entry for entry in self.displays if entry[0] not in wanted]
+        self.session.displays = [entry for entry in self.session.displays if entry[0] not in wanted]
 
     def cmd_x(self, arg: str, repeat: bool) -> None:
-        batch = self._require_running()
-        if (repeat or not arg) and self.x_state is not None:
-            space, address, count, fmt, unit = self.x_state
+        session = self.session
+        batch = session._require_running()
+        if (repeat or not arg) and session.x_state is not None:
+            space, address, count, fmt, unit = session.x_state
         else:
-            count, fmt, unit = 1, (self.x_state[3] if self.x_state else "x"), None
+            count, fmt, unit = 1, (session.x_state[3] if session.x_state else "x"), None
             if arg.startswith("/"):
                 spec, _, arg = arg[1:].partition(" ")
                 match = re.fullmatch(r"(\d*)([a-z]*)", spec)
@@ -133,24 +137,24 @@ class DataCommands:
                         fmt = letter
                     else:
                         raise DebugError(f'Undefined output format "{letter}".')
-            space, expression = self._space_and_expression(arg.strip(), None)
+            space, expression = session.breaks._space_and_expression(arg.strip(), None)
             if not expression:
                 raise DebugError("Argument required (starting display address).")
             if space is None:
-                space, address = self.examine_target(expression, self._lanes(None))
+                space, address = session.stops.examine_target(expression, session._lanes(None))
             else:
-                address = int(np.asarray(self.value_of(expression, self._lanes(None))[0]).astype(np.uint64))
+                address = int(np.asarray(session.value_of(expression, session._lanes(None))[0]).astype(np.uint64))
             if unit is None:
-                last = self.x_state[4] if self.x_state else 4
+                last = session.x_state[4] if session.x_state else 4
                 unit = 8 if fmt == "a" else 1 if fmt == "c" else (last if last in (4, 8) else 4) if fmt == "f" \
                     else last
         if count * unit > _EXAMINE_LIMIT:
             raise DebugError(f"x shows at most {_EXAMINE_LIMIT:,} bytes at a time.")
-        focus = self._focus()
+        focus = session._focus()
         cta, thread = focus // batch.tpc_pad, focus
         if fmt == "i":
             self._examine_code(address, count)
-            self.x_state = (space, address + count * self.addresses.spacing, count, fmt, unit)
+            session.x_state = (space, address + count * session.addresses.spacing, count, fmt, unit)
             return
         if fmt == "s":
             self._examine_strings(space, address, count, cta, thread)
@@ -165,8 +169,8 @@ class DataCommands:
             label = symbol_at(batch, space, here)
             head = f"{prefix}{here:#x}" + (f" <{label}>" if label else "") + ":"
             cells = [self._examine_cell(values[i], fmt, unit) for i in range(start, min(count, start + per_line))]
-            self.say(head + "\t" + "\t".join(cells))
-        self.x_state = (space, address + count * unit, count, fmt, unit)
+            session.say(head + "\t" + "\t".join(cells))
+        session.x_state = (space, address + count * unit, count, fmt, unit)
 
     @staticmethod
     def _examine_cell(value, fmt: str, unit: int) -> str:
@@ -182,15 +186,16 @@ class DataCommands:
 
     def _examine_code(self, address: int, count: int) -> None:
         """x/i: listing instructions from the one holding address (a SASS one once, however lowered)."""
-        instrs = self.program.instrs
-        focus_pc, _ = self._thread_pc(self._focus())
-        focus_start = self.addresses.start_of(focus_pc) if focus_pc >= 0 else None
-        for pc in self.addresses.from_address(address, count):
+        session = self.session
+        instrs = session.program.instrs
+        focus_pc, _ = session._thread_pc(session._focus())
+        focus_start = session.addresses.start_of(focus_pc) if focus_pc >= 0 else None
+        for pc in session.addresses.from_address(address, count):
             mark = "=> " if pc == focus_start else "   "
-            self.say(f"{mark}{self._code_label(self.addresses.of(pc))}:\t{one_line(instrs[pc].text)}")
+            session.say(f"{mark}{session._code_label(session.addresses.of(pc))}:\t{one_line(instrs[pc].text)}")
 
     def _examine_strings(self, space: str, address: int, count: int, cta: int, thread: int) -> None:
-        batch = self.batch
+        batch = self.session.batch
         for _ in range(count):
             chars = []
             while len(chars) < 200:
@@ -198,68 +203,69 @@ class DataCommands:
                 if byte == 0:
                     break
                 chars.append(byte)
-            self.say(f"{address:#x}:\t{c_string(bytes(chars))}")
+            self.session.say(f"{address:#x}:\t{c_string(bytes(chars))}")
             address += len(chars) + 1
 
 
     def cmd_list(self, arg: str, repeat: bool) -> None:
-        lines_of_ptx = self.program.lines
-        if not arg and self.list_state is not None:
-            kind, path, start = self.list_state
+        session = self.session
+        lines_of_ptx = session.program.lines
+        if not arg and session.list_state is not None:
+            kind, path, start = session.list_state
         else:
             kind, path = "ptx", None
             if arg:
                 file_part, sep, line_part = arg.rpartition(":")
-                if sep and line_part.isdigit() and os.path.basename(file_part) != self.ptx_name:
-                    lines = self.sources.lines(file_part)
+                if sep and line_part.isdigit() and os.path.basename(file_part) != session.ptx_name:
+                    lines = session.sources.lines(file_part)
                     if lines is None:
-                        self._cuda_line(file_part, int(line_part))
-                        raise DebugError(f"Cannot find the source file {file_part} next to {self.ptx_name}.")
+                        session.stops.cuda_line(file_part, int(line_part))
+                        raise DebugError(f"Cannot find the source file {file_part} next to {session.ptx_name}.")
                     kind, path, center = "cuda", file_part, int(line_part)
                 else:
-                    pcs, _ = self._locate(arg)
-                    center = self.program.instrs[pcs[0]].line
-            elif self.engine is not None and self.batch is not None and self.focus_thread is not None:
-                pc, _ = self._thread_pc(self.focus_thread)
-                center = self.program.instrs[max(pc, 0)].line
+                    pcs, _ = session.stops.locate(arg)
+                    center = session.program.instrs[pcs[0]].line
+            elif session.engine is not None and session.batch is not None and session.focus_thread is not None:
+                pc, _ = session._thread_pc(session.focus_thread)
+                center = session.program.instrs[max(pc, 0)].line
             else:
-                center = self.program.instrs[self.program.functions[self.program.name].entry_pc].line
+                center = session.program.instrs[session.program.functions[session.program.name].entry_pc].line
             start = max(1, center - 5)
-        lines = lines_of_ptx if kind == "ptx" else self.sources.lines(path)
+        lines = lines_of_ptx if kind == "ptx" else session.sources.lines(path)
         if start > len(lines):
-            name = self.ptx_name if kind == "ptx" else os.path.basename(path)
+            name = session.ptx_name if kind == "ptx" else os.path.basename(path)
             raise DebugError(f'Line number {start} out of range; "{name}" has {len(lines)} lines.')
         for number in range(start, min(len(lines), start + 9) + 1):
             text = lines[number - 1]
             note = self._loc_note(text) if kind == "ptx" else ""
-            self.say(f"{number}\t{text}{note}")
-        self.list_state = (kind, path, start + 10)
+            session.say(f"{number}\t{text}{note}")
+        session.list_state = (kind, path, start + 10)
 
     def _loc_note(self, text: str) -> str:
         match = re.match(r"\s*\.loc\s+(\d+)\s+(\d+)", text)
         if not match:
             return ""
-        path = self.program.files.get(int(match.group(1)))
+        path = self.session.program.files.get(int(match.group(1)))
         if path is None:
             return ""
         line = int(match.group(2))
-        source = self.sources.line(path, line)
+        source = self.session.sources.line(path, line)
         return f"\t// {os.path.basename(path)}:{line}" + (f"  {source}" if source else "")
 
 
     def cmd_ptype(self, arg: str, repeat: bool, expand: bool = True) -> None:
         if not arg.strip():
             raise DebugError("Argument required (one or more choice items).")
-        self.say("type = " + self._type_of(arg.strip(), expand))
+        self.session.say("type = " + self._type_of(arg.strip(), expand))
 
     def cmd_whatis(self, arg: str, repeat: bool) -> None:
         self.cmd_ptype(arg, repeat, expand=False)
 
     def _type_of(self, text: str, expand: bool) -> str:
-        lanes = self._lanes(None)
-        value = self.source_value(text, lanes) if self.batch is not None else None
+        lanes = self.session._lanes(None)
+        value = self.session.source_value(text, lanes) if self.session.batch is not None else None
         if value is None:
-            value = self.value_of(text, lanes)
+            value = self.session.value_of(text, lanes)
         if isinstance(value, CValue):
             space = value.space or ("register" if value.bits is not None else "")
             qualifier = f"@{space} " if space and value.ctype.kind != "pointer" else ""

@@ -43,6 +43,9 @@ class InfoCommands:
     """What the session knows: breakpoints, displays, registers, arguments and locals, lines, the record, the
     CUDA kernels, blocks, warps, lanes and barriers; and the focus and frames."""
 
+    def __init__(self, session):
+        self.session = session
+
     def cmd_info(self, arg: str, repeat: bool) -> None:
         word, _, rest = arg.partition(" ")
         subcommands = {"breakpoints": self.info_breakpoints, "watchpoints": self.info_watchpoints,
@@ -64,91 +67,92 @@ class InfoCommands:
         subcommands[matches[0]](rest.strip())
 
     def info_breakpoints(self, arg: str, watch_only: bool = False) -> None:
-        items = [item for item in self.breakpoints + self.watchpoints
+        session = self.session
+        items = [item for item in session.breakpoints + session.watchpoints
                  if not watch_only or isinstance(item, Watchpoint)]
         items.sort(key=lambda item: item.number)
         if not items:
-            self.say("No watchpoints." if watch_only else "No breakpoints or watchpoints.")
+            session.say("No watchpoints." if watch_only else "No breakpoints or watchpoints.")
             return
-        self.say("Num     Type           Disp Enb Address            What")
+        session.say("Num     Type           Disp Enb Address            What")
         for item in items:
             enabled = "y" if item.enabled else "n"
             if isinstance(item, Watchpoint):
-                self.say(f"{item.number:<8}{'hw watchpoint':<15}keep {enabled}   {'':<19}{item.spec}")
+                session.say(f"{item.number:<8}{'hw watchpoint':<15}keep {enabled}   {'':<19}{item.spec}")
                 hits = item.hits
             else:
                 disp = "del " if item.temporary else "keep"
                 if len(item.pcs) == 1:
-                    instr = self.program.instrs[item.pcs[0]]
-                    self.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   "
-                             f"{self.addresses.of(instr.pc):#018x} in {plain_name(instr.function)} at "
-                             f"{self._where(instr)}")
+                    instr = session.program.instrs[item.pcs[0]]
+                    session.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   "
+                                f"{session.addresses.of(instr.pc):#018x} in {plain_name(instr.function)} at "
+                                f"{session.running._where(instr)}")
                 else:
-                    self.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   <MULTIPLE>")
+                    session.say(f"{item.number:<8}{'breakpoint':<15}{disp} {enabled}   <MULTIPLE>")
                 if item.condition_text:
-                    self.say(f"\tstop only if {item.condition_text}")
+                    session.say(f"\tstop only if {item.condition_text}")
                 hits = item.hits
             if hits:
-                self.say(f"\tbreakpoint already hit {hits} time{'s' if hits != 1 else ''}")
+                session.say(f"\tbreakpoint already hit {hits} time{'s' if hits != 1 else ''}")
             if isinstance(item, Breakpoint) and len(item.pcs) > 1:
                 for index, pc in enumerate(item.pcs, 1):
-                    instr = self.program.instrs[pc]
-                    self.say(f"{f'{item.number}.{index}':<28}{enabled}   {self.addresses.of(pc):#018x} in "
-                             f"{plain_name(instr.function)} at {self._where(instr)}")
+                    instr = session.program.instrs[pc]
+                    session.say(f"{f'{item.number}.{index}':<28}{enabled}   {session.addresses.of(pc):#018x} in "
+                                f"{plain_name(instr.function)} at {session.running._where(instr)}")
 
     def info_watchpoints(self, arg: str) -> None:
         self.info_breakpoints(arg, watch_only=True)
 
     def info_display(self, arg: str) -> None:
-        if not self.displays:
-            self.say("There are no auto-display expressions now.")
+        if not self.session.displays:
+            self.session.say("There are no auto-display expressions now.")
             return
-        self.say("Auto-display expressions now in effect:\nNum Enb Expression")
-        for number, fmt, text in self.displays:
-            self.say(f"{number}:   y  " + (f"/{fmt} " if fmt else "") + text)
+        self.session.say("Auto-display expressions now in effect:\nNum Enb Expression")
+        for number, fmt, text in self.session.displays:
+            self.session.say(f"{number}:   y  " + (f"/{fmt} " if fmt else "") + text)
 
     def info_registers(self, arg: str) -> None:
-        batch = self._require_running()
-        focus = self._focus()
-        pc, _ = self._thread_pc(focus)
-        function = self.program.instrs[max(pc, 0)].function
+        batch = self.session._require_running()
+        focus = self.session._focus()
+        pc, _ = self.session._thread_pc(focus)
+        function = self.session.program.instrs[max(pc, 0)].function
         if arg:
-            regs = [self.registers.lookup(name, function, pc) for name in arg.split()]
+            regs = [self.session.registers.lookup(name, function, pc) for name in arg.split()]
         else:
-            regs = sorted(self.registers.of_function(function),
-                          key=_sass_register_order if self.registers.listing else _register_order)
+            regs = sorted(self.session.registers.of_function(function),
+                          key=_sass_register_order if self.session.registers.listing else _register_order)
         lanes = np.array([focus], dtype=np.int64)
         for reg in regs:
             raw = batch.regs[reg.index][focus]
             bits, width = raw_bits(raw)
             natural = format_scalar(typed_values(batch.regs[reg.index], reg.type, lanes)[0])
-            self.say(f"{reg.name:<15}{'0x' + format(bits, 'x'):<19}{natural}")
+            self.session.say(f"{reg.name:<15}{'0x' + format(bits, 'x'):<19}{natural}")
 
     def info_args(self, arg: str) -> None:
-        self._require_running()
-        if self.variables:
+        self.session._require_running()
+        if self.session.variables:
             self._show_variables(arguments=True)
             return
-        for param in self.program.params:
-            value = self.param_value(param)
+        for param in self.session.program.params:
+            value = self.session.param_value(param)
             shown = format_scalar(value, "x") if param.size == 8 and param.type in ("u64", "b64") else \
                 format_scalar(value)
-            self.say(f"{param.name} = {shown}")
+            self.session.say(f"{param.name} = {shown}")
 
     def info_locals(self, arg: str) -> None:
-        self._require_running()
-        if not self.variables:
-            self.say("No symbol table info available.")    # gdb's words for a program without debug information
+        self.session._require_running()
+        if not self.session.variables:
+            self.session.say("No symbol table info available.")    # gdb's words for a program without debug information
             return
         self._show_variables(arguments=False)
 
     def _show_variables(self, arguments: bool) -> None:
         """The focused thread's C arguments or locals at its pc, innermost scope first (as gdb lists them)."""
-        pc = self._focus_pc()
-        function = self.program.instrs[pc].function
-        context = self._context(self._lanes(None))
+        pc = self.session._focus_pc()
+        function = self.session.program.instrs[pc].function
+        context = self.session._context(self.session._lanes(None))
         shown = set()
-        for variable in self.variables.visible(function, pc):
+        for variable in self.session.variables.visible(function, pc):
             if variable.is_argument != arguments or variable.name in shown:
                 continue
             shown.add(variable.name)
@@ -156,41 +160,42 @@ class InfoCommands:
                 text = context.variable(variable).show()
             except DebugError as error:
                 text = f"<error: {error}>"
-            self.say(f"{variable.name} = {text}")
+            self.session.say(f"{variable.name} = {text}")
         if not shown:
-            self.say("No arguments." if arguments else "No locals.")
+            self.session.say("No arguments." if arguments else "No locals.")
 
     def info_line(self, arg: str) -> None:
+        session = self.session
         if arg:
-            pcs, _ = self._locate(arg)
+            pcs, _ = session.stops.locate(arg)
             pc = pcs[0]
         else:
-            pc = self._focus_pc()
-        instr = self.program.instrs[pc]
+            pc = session._focus_pc()
+        instr = session.program.instrs[pc]
         source = source_text(instr, os.path.basename)
         shown = f" ({source})" if source else ""
-        self.say(f'Line {instr.line} of "{self.ptx_name}"{shown} is at address {self.addresses.of(pc):#x} '
-                 f"<{self._function_offset(pc)}>: {one_line(instr.text)}")
+        session.say(f'Line {instr.line} of "{session.ptx_name}"{shown} is at address {session.addresses.of(pc):#x} '
+                    f"<{session._function_offset(pc)}>: {one_line(instr.text)}")
 
     def info_frame(self, arg: str) -> None:
         self.cmd_backtrace("1", False)
 
     def info_record(self, arg: str) -> None:
-        engine = self.engine
-        if engine is None or self.history_limit <= 0:
-            self.say("No record target is currently active." if engine is None else
-                     "Recording is off (--history 0).")
+        engine = self.session.engine
+        if engine is None or self.session.history_limit <= 0:
+            self.session.say("No record target is currently active." if engine is None else
+                             "Recording is off (--history 0).")
             return
         history = engine.history
         records = len(history.records)
         per = history.nbytes / history.warps if history.warps else 0
-        self.say("Active record target: record-full")
-        self.say(f"Record mode: {'Replay' if not history.at_present else 'Normal'}")
-        self.say(f"Log contains {history.warps:,} warp instructions ({records:,} scheduler steps) in "
-                 f"{history.nbytes:,} bytes, {per:.0f} bytes per warp instruction.")
+        self.session.say("Active record target: record-full")
+        self.session.say(f"Record mode: {'Replay' if not history.at_present else 'Normal'}")
+        self.session.say(f"Log contains {history.warps:,} warp instructions ({records:,} scheduler steps) in "
+                         f"{history.nbytes:,} bytes, {per:.0f} bytes per warp instruction.")
         if not history.at_present:
-            self.say(f"Replay position: step {history.cursor:,} of {records:,}.")
-        self.say(f"Max logged warp instructions: {history.limit:,} (--history).")
+            self.session.say(f"Replay position: step {history.cursor:,} of {records:,}.")
+        self.session.say(f"Max logged warp instructions: {history.limit:,} (--history).")
 
 
     def info_cuda(self, arg: str) -> None:
@@ -200,40 +205,40 @@ class InfoCommands:
         matches = [key for key in subcommands if key.startswith(word)] if word else []
         if len(matches) != 1:
             raise DebugError('"info cuda" takes one of: ' + ", ".join(subcommands) + ".")
-        self._require_running()
+        self.session._require_running()
         subcommands[matches[0]]()
 
     def _block_range(self, cta: int) -> np.ndarray:
-        batch = self.batch
+        batch = self.session.batch
         start = cta * batch.tpc_pad
         return np.arange(start, start + batch.tpc_pad, dtype=np.int64)
 
     def cuda_kernels(self) -> None:
-        batch = self.batch
-        gx, gy, gz = self.grid
+        batch = self.session.batch
+        gx, gy, gz = self.session.grid
         total = gx * gy * gz
         mask = 0
         for cta in range(min(total, 132)):
             mask |= 1 << (cta % 132)
         arguments = []
-        for param in self.program.params:
-            value = self.param_value(param)
+        for param in self.session.program.params:
+            value = self.session.param_value(param)
             arguments.append(format_scalar(value, "x") if param.size == 8 and param.type in ("u64", "b64")
                              else format_scalar(value))
-        self.say("  Kernel Parent Dev Grid Status   SMs Mask   GridDim  BlockDim Invocation")
-        row = place("*", str(self.kernels), 8)
+        self.session.say("  Kernel Parent Dev Grid Status   SMs Mask   GridDim  BlockDim Invocation")
+        row = place("*", str(self.session.kernels), 8)
         row = place(row, "-", 15)
         row = place(row, "0", 19)
         row = place(row, str(batch.config.grid_id), 24)
         row = place(row, "Active", 31)
         row = place(row, f"{mask:#010x}", 42)
-        row = place(row, dims(self.grid), 52)
-        row = place(row, dims(self.block), 62)
-        self.say(f"{row} {self.kernel_name}({', '.join(arguments)})")
+        row = place(row, dims(self.session.grid), 52)
+        row = place(row, dims(self.session.block), 62)
+        self.session.say(f"{row} {self.session.kernel_name}({', '.join(arguments)})")
 
     def cuda_blocks(self) -> None:
-        batch = self.batch
-        focus_cta = self.focus_thread // batch.tpc_pad if self.focus_thread is not None else -1
+        batch = self.session.batch
+        focus_cta = self.session.focus_thread // batch.tpc_pad if self.session.focus_thread is not None else -1
         status = batch.status.reshape(batch.n_ctas, batch.tpc_pad)[:, :batch.tpc]
         exited = np.all(status == EXITED, axis=1)
         waiting = np.all((status == AT_BARRIER) | (status == EXITED), axis=1) & ~exited
@@ -244,8 +249,8 @@ class InfoCommands:
                 rows[-1][1] = cta
             else:
                 rows.append([cta, cta, state])
-        self.say("  BlockIdx To BlockIdx Count   State")
-        self.say(f"Kernel {self.kernels}")
+        self.session.say("  BlockIdx To BlockIdx Count   State")
+        self.session.say(f"Kernel {self.session.kernels}")
         for first, last, state in rows:
             start_block, _ = batch.thread_coordinates(first * batch.tpc_pad)
             end_block, _ = batch.thread_coordinates(last * batch.tpc_pad)
@@ -253,20 +258,20 @@ class InfoCommands:
             row = place(mark, dims(start_block), 10)
             row = place(row, dims(end_block), 22)
             row = place(row, str(last - first + 1), 28)
-            self.say(f"{row} {state}")
+            self.session.say(f"{row} {state}")
 
     def cuda_warps(self) -> None:
-        batch = self.batch
-        focus = self._focus()
+        batch = self.session.batch
+        focus = self.session._focus()
         cta = focus // batch.tpc_pad
-        block, _ = self._coordinates(focus)
+        block, _ = self.session._coordinates(focus)
         threads = self._block_range(cta)
-        pcs, states = self.states.of(threads)
+        pcs, states = self.session.states.of(threads)
         valid = threads % batch.tpc_pad < batch.tpc
-        self.say("  Wp Active Lanes Mask Divergent Lanes Mask          Active PC Kernel BlockIdx "
-                 "First Active ThreadIdx State")
-        self.say(f"Device 0 SM {(batch.cta_start + cta) % 132}")
-        bx, by, _ = self.block
+        self.session.say("  Wp Active Lanes Mask Divergent Lanes Mask          Active PC Kernel BlockIdx "
+                         "First Active ThreadIdx State")
+        self.session.say(f"Device 0 SM {(batch.cta_start + cta) % 132}")
+        bx, by, _ = self.session.block
         for warp in range(batch.tpc_pad // 32):
             lanes = slice(warp * 32, warp * 32 + 32)
             pc, active, divergent, state = warp_masks(pcs[lanes], states[lanes], valid[lanes])
@@ -278,29 +283,29 @@ class InfoCommands:
                 row = place(row, "-", 62)
                 first_active = "-"
             else:
-                row = place(row, f"{self.addresses.of(pc):#018x}", 62)
+                row = place(row, f"{self.session.addresses.of(pc):#018x}", 62)
                 lane = (active & -active).bit_length() - 1
                 local = warp * 32 + lane
                 first_active = dims((local % bx, (local // bx) % by, local // (bx * by)))
-            row = place(row, str(self.kernels), 69)
+            row = place(row, str(self.session.kernels), 69)
             row = place(row, dims(block), 78)
             row = place(row, first_active, 101)
-            self.say(f"{row} {state}")
+            self.session.say(f"{row} {state}")
 
     def cuda_lanes(self) -> None:
-        batch = self.batch
-        focus = self._focus()
+        batch = self.session.batch
+        focus = self.session._focus()
         first = focus - focus % 32
         threads = np.arange(first, first + 32, dtype=np.int64)
-        pcs, states = self.states.of(threads)
+        pcs, states = self.session.states.of(threads)
         valid = threads % batch.tpc_pad < batch.tpc
         active_pc, active, _, _ = warp_masks(pcs, states, valid)
-        engine = self.engine
+        engine = self.session.engine
         fault = engine.fault_stop if engine.paused_kind == "fault" and engine.history.at_present else None
-        block, _ = self._coordinates(focus)
-        self.say("  Ln   State           PC         ThreadIdx Exception")
-        self.say(f"Device 0 SM {(batch.cta_start + focus // batch.tpc_pad) % 132} Warp "
-                 f"{(focus % batch.tpc_pad) // 32}")
+        block, _ = self.session._coordinates(focus)
+        self.session.say("  Ln   State           PC         ThreadIdx Exception")
+        self.session.say(f"Device 0 SM {(batch.cta_start + focus // batch.tpc_pad) % 132} Warp "
+                         f"{(focus % batch.tpc_pad) // 32}")
         for lane in range(32):
             if not valid[lane]:
                 continue
@@ -312,18 +317,18 @@ class InfoCommands:
                 word = "at barrier"
             else:
                 word = "active" if active >> lane & 1 else "divergent"
-            _, xyz = self._coordinates(thread)
+            _, xyz = self.session._coordinates(thread)
             mark = "*" if thread == focus else " "
             row = place(mark, str(lane), 4)
             row = place(row, word, 12)
-            row = place(row, f"{self.addresses.of(int(pcs[lane])):#018x}" if pcs[lane] >= 0 else "-", 31)
+            row = place(row, f"{self.session.addresses.of(int(pcs[lane])):#018x}" if pcs[lane] >= 0 else "-", 31)
             row = place(row, dims(xyz), 43)
             exception = exception_of(fault.error)[1] if fault is not None and fault.thread == thread else "None"
-            self.say(f"{row} {exception}")
+            self.session.say(f"{row} {exception}")
 
     def cuda_barriers(self) -> None:
-        batch = self.batch
-        focus_cta = self.focus_thread // batch.tpc_pad if self.focus_thread is not None else -1
+        batch = self.session.batch
+        focus_cta = self.session.focus_thread // batch.tpc_pad if self.session.focus_thread is not None else -1
         rows = []
         for cta in range(batch.n_ctas):
             threads = self._block_range(cta)
@@ -337,9 +342,9 @@ class InfoCommands:
                 warps = sorted({int(t % batch.tpc_pad) // 32 for t in waiting})
                 rows.append((cta, bar, arrived, expected, warps))
         if not rows:
-            self.say("No thread waits at a barrier.")
+            self.session.say("No thread waits at a barrier.")
             return
-        self.say("  BlockIdx Barrier Arrived Expected Waiting Warps")
+        self.session.say("  BlockIdx Barrier Arrived Expected Waiting Warps")
         for cta, bar, arrived, expected, warps in rows:
             block, _ = batch.thread_coordinates(cta * batch.tpc_pad)
             mark = "*" if cta == focus_cta else " "
@@ -347,30 +352,30 @@ class InfoCommands:
             row = place(row, str(bar), 18)
             row = place(row, str(arrived), 26)
             row = place(row, str(expected), 35)
-            self.say(f"{row} {ranges(warps) or '-'}")
+            self.session.say(f"{row} {ranges(warps) or '-'}")
 
 
     def cmd_cuda(self, arg: str, repeat: bool) -> None:
-        batch = self._require_running()
-        if self.focus_thread is None:
+        batch = self.session._require_running()
+        if self.session.focus_thread is None:
             raise DebugError("Focus not set on any active CUDA kernel.")
         pairs = re.findall(r"(kernel|grid|device|sm|block|thread|warp|lane)\s*(\([^)]*\)|[\d,]+)?", arg)
         leftover = re.sub(r"(kernel|grid|device|sm|block|thread|warp|lane)\s*(\([^)]*\)|[\d,]+)?", "", arg).strip()
         if leftover or not pairs:
             raise DebugError("Usage: cuda [kernel K] [block (X,Y,Z)] [thread (X,Y,Z)] [warp W] [lane L]")
-        focus = self.focus_thread
-        block, xyz = self._coordinates(focus)
+        focus = self.session.focus_thread
+        block, xyz = self.session._coordinates(focus)
         local = focus % batch.tpc_pad
         if all(not value for _, value in pairs):
-            current = {"kernel": str(self.kernels), "grid": str(batch.config.grid_id), "device": "0",
+            current = {"kernel": str(self.session.kernels), "grid": str(batch.config.grid_id), "device": "0",
                        "sm": str((batch.cta_start + focus // batch.tpc_pad) % 132), "block": dims(block),
                        "thread": dims(xyz), "warp": str(local // 32), "lane": str(local % 32)}
-            self.say(", ".join(f"{name} {current[name]}" for name, _ in pairs))
+            self.session.say(", ".join(f"{name} {current[name]}" for name, _ in pairs))
             return
         values = {name: self._coordinate_values(value) for name, value in pairs if value}
         for name in ("kernel", "grid", "device", "sm"):
             if name in values:
-                wanted = {"kernel": self.kernels, "grid": batch.config.grid_id, "device": 0,
+                wanted = {"kernel": self.session.kernels, "grid": batch.config.grid_id, "device": 0,
                           "sm": (batch.cta_start + focus // batch.tpc_pad) % 132}[name]
                 if values[name][0] != wanted:
                     raise DebugError("Request cannot be satisfied. CUDA focus unchanged.")
@@ -383,14 +388,14 @@ class InfoCommands:
             if not 0 <= lane < 32 or warp * 32 + lane >= batch.tpc:
                 raise DebugError("Request cannot be satisfied. CUDA focus unchanged.")
             local_new = warp * 32 + lane
-            bx, by, _ = self.block
+            bx, by, _ = self.session.block
             new_thread = (local_new % bx, (local_new // bx) % by, local_new // (bx * by))
         else:
             new_thread = tuple(values["thread"]) if "thread" in values else xyz
-        thread = self._thread_of(new_block, new_thread)
-        self.focus_thread = thread
-        self.say(self._focus_message())
-        self._location(True)
+        thread = self.session._thread_of(new_block, new_thread)
+        self.session.focus_thread = thread
+        self.session.say(self.session.running._focus_message())
+        self.session.running._location(True)
 
     @staticmethod
     def _coordinate_values(text: str) -> Tuple[int, int, int]:
@@ -405,13 +410,14 @@ class InfoCommands:
 
 
     def cmd_backtrace(self, arg: str, repeat: bool) -> None:
-        self._require_running()
-        self._focus()
+        session = self.session
+        session._require_running()
+        session._focus()
         limit = int(arg) if arg.isdigit() else None
-        frames = self.frames()
+        frames = session.frames()
         for number, frame in enumerate(frames[:limit]):
-            instr = self.program.instrs[frame.pc]
+            instr = session.program.instrs[frame.pc]
             source = f" ({source_label(frame.source)})" if frame.source else ""
-            address = f"{self.addresses.of(frame.pc):#018x} in " if frame.caller and frame.first else ""
+            address = f"{session.addresses.of(frame.pc):#018x} in " if frame.caller and frame.first else ""
             inlined = " [inlined]" if frame.inlined else ""
-            self.say(f"#{number:<2} {address}{frame.name} () at {self._where(instr)}{source}{inlined}")
+            session.say(f"#{number:<2} {address}{frame.name} () at {session.running._where(instr)}{source}{inlined}")

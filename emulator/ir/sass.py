@@ -9,6 +9,9 @@ from emulator.ir import RegInfo
 
 #: the op class of every instruction lowered from SASS: one builder (emulator.machine.sass) runs them all
 SASS_OP_CLASS = "sass"
+#: how the SASS executors run an instruction (its plan's kind): emulator.machine.sass has one builder for each
+PLAN_KINDS = ("alu", "load", "store", "atomic", "reduce", "lock_arbitrate", "lock_load", "unlock_store", "vote",
+              "match", "return_check", "nop")
 
 
 @dataclass(frozen=True)

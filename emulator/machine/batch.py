@@ -18,6 +18,7 @@ from emulator.machine.calls import Calls
 from emulator.machine.codegen import BatchCode
 from emulator.machine.config import LaunchConfig
 from emulator.machine.lanes import ALL, count_of, lanes_of, subselect
+from emulator.machine.lockstep import lockstep_select
 from emulator.machine.specials import special_value
 from emulator.machine.spin import SpinWatch
 from emulator.machine.states import AT_BARRIER, EXITED, INF, NUM_BARRIERS, RUNNING
@@ -203,53 +204,7 @@ class Batch:
             raise Deadlock(self.per_warp_barriers, self.warp_snapshot())
 
     def _select(self):
-        if self.policy is not None:
-            return self.policy.select(self)
-        rpc = self.rpc
-        rotating = False
-        if self.rotate_pending:
-            self.rotate_pending = False
-            runnable = rpc != INF
-            if self.per_warp_barriers:
-                runnable &= self._at_lowest_pc_of_warp()
-            candidates = rpc[(rpc > self.rotation_cursor) & runnable]
-            if len(candidates) == 0:
-                candidates = rpc[runnable]
-            if len(candidates):
-                pc = int(candidates.min())
-                self.rotation_cursor = pc
-                rotating = True
-            else:
-                return None
-            mask = (rpc == pc) & runnable
-        else:
-            pc = int(rpc.min())
-            if pc == INF:
-                return None
-            mask = rpc == pc
-        count = int(np.count_nonzero(mask))
-        if count == self.n:
-            sel = ALL
-            others = INF
-        else:
-            sel = np.flatnonzero(mask)
-            others = int(np.min(rpc, where=~mask, initial=INF))
-            if rotating:
-                others = self._sibling_pc(sel, mask) if self.per_warp_barriers else INF
-        return pc, sel, others, rotating
-
-    def _at_lowest_pc_of_warp(self) -> np.ndarray:
-        """Per thread, whether it sits at the lowest pc of its warp: the only group a pre-Volta warp runs
-        (its SIMT stack runs one path until the others rejoin it)."""
-        lowest = self.rpc.reshape(-1, 32).min(axis=1)
-        return self.rpc == np.repeat(lowest, 32)
-
-    def _sibling_pc(self, sel: np.ndarray, mask: np.ndarray) -> int:
-        """The lowest pc of the other lanes of sel's warps: where a rotated pre-Volta group stops so that
-        those lanes rejoin it before it goes on (to a barrier that counts the warp once, for one)."""
-        warps = np.unique(sel >> 5)
-        lanes = (warps[:, None] * 32 + np.arange(32)).reshape(-1)
-        return int(np.min(self.rpc[lanes], where=~mask[lanes], initial=INF))
+        return self.policy.select(self) if self.policy is not None else lockstep_select(self)
 
     rotate_pending = False
     _current_pc = 0

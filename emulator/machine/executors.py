@@ -174,7 +174,6 @@ def build_mov(batch, instr: ir.Instr) -> Callable:
 def build_cvta(batch, instr: ir.Instr) -> Callable:
     decoded = instr.decoded
     space = decoded.get("space")
-    to_space = decoded.has("cvtadir")
     dest, source = instr.operands
     type_name = decoded.type
     read = reader(batch, source, "u64" if isinstance(source, ir.SymRef) else type_name)
@@ -184,7 +183,7 @@ def build_cvta(batch, instr: ir.Instr) -> Callable:
     if base == 0:
         return lambda sel: write(sel, read(sel))
 
-    convert = memory_semantics.from_generic if to_space else memory_semantics.to_generic
+    convert = semantics(decoded)
 
     def execute(sel):
         write(sel, convert(read(sel), base).astype(out_dtype, copy=False))
@@ -194,14 +193,15 @@ def build_cvta(batch, instr: ir.Instr) -> Callable:
 @builds("isspacep")
 def build_isspacep(batch, instr: ir.Instr) -> Callable:
     space = instr.decoded.get("space")
+    in_window = semantics(instr.decoded)
     dest, source = instr.operands
     read = reader(batch, source, "u64")
     write = writer(batch, dest, "pred")
 
     def execute(sel):
         address = np.asarray(read(sel), dtype=np.uint64)
-        in_shared = memory_semantics.in_window(address, SHARED_WINDOW, WINDOW_SIZE)
-        in_local = memory_semantics.in_window(address, LOCAL_WINDOW, WINDOW_SIZE)
+        in_shared = in_window(address, SHARED_WINDOW, WINDOW_SIZE)
+        in_local = in_window(address, LOCAL_WINDOW, WINDOW_SIZE)
         if space == "shared":
             result = in_shared
         elif space == "local":
@@ -244,8 +244,9 @@ def _access_operands(batch, instr: ir.Instr, *, data_at: int, what: str):
 
 @builds("ld", guards_itself=True)
 def build_ld(batch, instr: ir.Instr) -> Callable:
-    t, count, width, dests, plan = _access_operands(batch, instr, data_at=0, what="destination")
+    t, _, width, dests, plan = _access_operands(batch, instr, data_at=0, what="destination")
     writes = [writer(batch, ref, t.name) for ref in dests]
+    unpack = semantics(instr.decoded)
     observe = batch.observer
 
     uniform_address = np.array([plan.static or 0], dtype=np.uint64)
@@ -259,12 +260,12 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
             else:
                 space, address = plan.space, uniform_address
             raw = access(batch, instr, "load", space, address, None, width, tell=False)
-            values = memory_semantics.unpack_elements(raw, t.dtype, count)
+            values = unpack(raw)
             for i, write in enumerate(writes):
                 write(sel, values[0, i])
             return
         raw = access(batch, instr, "load", *plan.addresses(sel), width)
-        values = memory_semantics.unpack_elements(raw, t.dtype, count)
+        values = unpack(raw)
         for i, write in enumerate(writes):
             write(sel, values[:, i])
     return guarded(batch, instr, execute)
@@ -272,12 +273,13 @@ def build_ld(batch, instr: ir.Instr) -> Callable:
 
 @builds("st", guards_itself=True)
 def build_st(batch, instr: ir.Instr) -> Callable:
-    t, count, width, sources, plan = _access_operands(batch, instr, data_at=1, what="source")
+    t, _, width, sources, plan = _access_operands(batch, instr, data_at=1, what="source")
     reads = [reader(batch, ref, t.name) for ref in sources]
+    pack = semantics(instr.decoded)
 
     def execute(sel):
         space, addresses, threads = plan.addresses(sel)
-        data = memory_semantics.pack_elements([read(sel) for read in reads], t.dtype, len(addresses))
+        data = pack([read(sel) for read in reads], lanes=len(addresses))
         access(batch, instr, "store", space, addresses, threads, width, data=data)
     return guarded(batch, instr, execute)
 
@@ -445,10 +447,8 @@ def build_shfl(batch, instr: ir.Instr) -> Callable:
         else:
             values = np.broadcast_to(read_a(sel), lanes.shape)
         active = _active_mask(batch, sel)
-        participates = active[source_thread]
-        if read_mask is not None:
-            named = (np.asarray(read_mask(sel)).astype(np.uint32) >> source_lane.astype(np.uint32)) & 1
-            participates = participates & (named != 0)
+        participates = warp.shfl_participates(active[source_thread], source_lane,
+                                              None if read_mask is None else read_mask(sel))
         own = source[lanes] if source is not None else values
         write_d(sel, warp.shfl_value(values, own, valid, participates))
         if write_p is not None:

@@ -10,8 +10,8 @@ at one pc run as one numpy step, which is the run of those warps one after the o
 the order in which they reach memory is drawn too, a group of several warps stops before a store or an atomic,
 and a random share of its warps runs that instruction first (often, not always: each split costs a turn).
 Warps seldom spread over more than a few pcs, so a launch takes about as many turns however large its grid.
-`select(batch)` returns what `Batch._select` returns: (pc, lane selection, pc at which the group must
-stop to let sibling lanes catch up, whether it is a rotation turn), or None when nothing can run.
+`select(batch)` returns what machine/lockstep.py's `lockstep_select` returns: (pc, lane selection, pc at which the
+group must stop to let sibling lanes catch up, whether it is a rotation turn), or None when nothing can run.
 """
 from __future__ import annotations
 

@@ -11,10 +11,11 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from emulator.ir.sass import SASS_OP_CLASS, Address, ConstWord, Immediate, Pred, SignBit, Special, Value
+from emulator.ir.sass import (PLAN_KINDS, SASS_OP_CLASS, Address, ConstWord, Immediate, Pred, SignBit, Special,
+                              Value)
 from emulator.machine.lanes import ALL, count_of, lanes_of, subselect, threads_of
 from emulator.machine.operands import access
-from emulator.machine.registry import builds
+from emulator.machine.registry import RegistryError, builds
 from emulator.memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE
 from isa import warp
 
@@ -526,6 +527,16 @@ BUILDERS = {
     "lock_arbitrate": build_lock_arbitrate, "lock_load": build_lock_load, "unlock_store": build_unlock_store,
     "vote": build_vote, "match": build_match, "return_check": build_return_check, "nop": build_nop,
 }
+
+
+def _check_builders() -> None:
+    """Every plan kind the SASS lowering makes has a builder here, and every builder a kind."""
+    if set(BUILDERS) != set(PLAN_KINDS):
+        raise RegistryError(f"SASS plan kinds without a builder: {sorted(set(PLAN_KINDS) - set(BUILDERS))}; "
+                            f"builders of no plan kind: {sorted(set(BUILDERS) - set(PLAN_KINDS))}")
+
+
+_check_builders()
 
 
 @builds(SASS_OP_CLASS)

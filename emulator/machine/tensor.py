@@ -17,9 +17,10 @@ from emulator.machine.operands import AddressPlan, access, guarded, reader, writ
 from emulator.machine.registry import builds
 from emulator.memory import DeviceFault
 from isa import memory as memory_semantics
-from isa.tensor import (ELEMENTS_PER_WORD, WMMA_SHAPES, element_bytes, element_values, fma_chain, fragment_layout,
-                        fragments_matrix, integer_mma, matrix_fragments, mbarrier_pack, mbarrier_settle,
-                        mbarrier_unpack, tensor_core_sum, wmma_dims, wmma_slots, wmma_words)
+from isa.table import semantics
+from isa.tensor import (ELEMENTS_PER_WORD, MBARRIER_OPS, WMMA_SHAPES, element_bytes, element_values, fma_chain,
+                        fragment_layout, integer_mma, mbarrier_apply, tensor_core_sum, wmma_dims, wmma_slots,
+                        wmma_words)
 
 # ---- cp.async ---------------------------------------------------------------------------------------
 
@@ -133,13 +134,10 @@ def _build_cp_async_arrive(batch, instr: ir.Instr):
         space, addresses, owners = plan.addresses(sel)
         owners = threads if owners is None else owners
         for i in range(len(threads)):
-            try:
-                word = int(batch.memory.load(space, addresses[i:i + 1], owners[i:i + 1], 8).view(np.uint64)[0, 0])
-                expected, pending, transactions, phase = mbarrier_unpack(word)
-                new = mbarrier_pack(*mbarrier_settle(expected, pending - 1, transactions, phase))
-                batch.memory.store(space, addresses[i:i + 1], owners[i:i + 1], 8, np.array([new], dtype=np.uint64))
-            except DeviceFault as fault:
-                raise batch.memory_fault(instr, fault, int(owners[i])) from None
+            at, owner = addresses[i:i + 1], owners[i:i + 1]
+            word = int(access(batch, instr, "load", space, at, owner, 8, tell=False).view(np.uint64)[0, 0])
+            new, _ = mbarrier_apply("arrive", word, 1)
+            access(batch, instr, "store", space, at, owner, 8, data=np.array([new], dtype=np.uint64), tell=False)
     return guarded(batch, instr, arrive)
 
 
@@ -175,36 +173,35 @@ def _row_lanes(batch, sel, instr, plan, count: int):
     return warps, threads, space, rows, owner
 
 
-@builds("ldmatrix", guards_itself=True)
-def build_ldmatrix(batch, instr: ir.Instr):
-    count, transpose, dests, plan = _matrix_operands(batch, instr, 0, "destination")
-    writes = [writer(batch, ref, "b32") for ref in dests]
+@builds("ldmatrix", "stmatrix", guards_itself=True)
+def build_matrix_move(batch, instr: ir.Instr):
+    """ldmatrix/stmatrix: 8x8 b16 matrices between the rows (16 bytes) that lanes of each warp name and the warp's
+    registers; how a matrix maps onto the fragments is the table's semantics."""
+    loads = instr.decoded.family.mnemonic == "ldmatrix"
+    count, transpose, registers, plan = _matrix_operands(batch, instr, 0 if loads else 1,
+                                                         "destination" if loads else "source")
+    move = semantics(instr.decoded)
+    writes = [writer(batch, ref, "b32") for ref in registers] if loads else None
+    reads = None if loads else [reader(batch, ref, "b32") for ref in registers]
 
-    def execute(sel):
+    def load(sel):
         warps, threads, space, providers, owner = _row_lanes(batch, sel, instr, plan, count)
         rows = access(batch, instr, "load", space, providers, owner, 16)
         matrices = rows.view(np.uint16).reshape(len(warps), count, 8, 8)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
         take = wanted[threads]
-        words = matrix_fragments(matrices, transpose)
+        words = move(matrices, transpose)
         for index, write in enumerate(writes):
             write(threads[take], words[:, index].reshape(-1)[take])
-    return guarded(batch, instr, execute)
 
-
-@builds("stmatrix", guards_itself=True)
-def build_stmatrix(batch, instr: ir.Instr):
-    count, transpose, sources, plan = _matrix_operands(batch, instr, 1, "source")
-    reads = [reader(batch, ref, "b32") for ref in sources]
-
-    def execute(sel):
+    def store(sel):
         warps, threads, space, targets, owner = _row_lanes(batch, sel, instr, plan, count)
         words = np.stack([np.broadcast_to(np.asarray(read(threads)), threads.shape).reshape(len(warps), 32)
                           for read in reads], axis=1)
-        matrices = fragments_matrix(words, transpose)
+        matrices = move(words, transpose)
         access(batch, instr, "store", space, targets, owner, 16, data=matrices.reshape(-1, 8))
-    return guarded(batch, instr, execute)
+    return guarded(batch, instr, load if loads else store)
 
 
 # ---- mma.sync ---------------------------------------------------------------------------------------
@@ -236,6 +233,7 @@ def build_mma(batch, instr: ir.Instr):
     a_rows, a_cols = fragment_layout(shape, atype, "a")
     b_rows, b_cols = fragment_layout(shape, btype, "b")
     c_rows, c_cols = fragment_layout(shape, ctype, "c")
+    multiply_add = semantics(decoded)
 
     def gather(readers, threads, kind):
         words = np.stack([np.broadcast_to(np.asarray(r(threads)), threads.shape) for r in readers], axis=1)
@@ -251,9 +249,9 @@ def build_mma(batch, instr: ir.Instr):
         b[:, b_rows, b_cols] = gather(b_read, threads, btype)
         c[:, c_rows, c_cols] = gather(c_read, threads, ctype)
         if atype == "f64":
-            d = fma_chain(a, b, c)
+            d = multiply_add(a, b, c)
         else:
-            d = tensor_core_sum(a, b.swapaxes(1, 2), c, atype, dtype).astype(np.float64)
+            d = multiply_add(a, b.swapaxes(1, 2), c).astype(np.float64)
         values = d[:, c_rows, c_cols].reshape(len(warps) * 32, -1)
         wanted = np.zeros(batch.n, dtype=bool)
         wanted[lanes_of(sel, batch.n)] = True
@@ -430,8 +428,8 @@ def _build_wmma_mma(batch, instr: ir.Instr, shape: str):
 
 
 # ---- mbarrier ---------------------------------------------------------------------------------------
-# The 64-bit object in shared memory: bits 0-20 the expected arrivals of a phase, 21-41 the arrivals
-# still pending, 42-62 the transaction bytes still expected, 63 the phase parity.
+# The 64-bit object in shared memory; what each operation does to it is isa.tensor.mbarrier_apply. Its reads and
+# writes go through access without telling the observers: they are the barrier's, not the program's, accesses.
 
 
 @builds("mbarrier", guards_itself=True)
@@ -448,7 +446,8 @@ def build_mbarrier(batch, instr: ir.Instr):
     expect_tx = decoded.has("expecttx") or op == "expect_tx"
     write_dest = writer(batch, dest, "pred" if op in ("test_wait", "try_wait") else
                         ("u32" if op == "pending_count" else "b64")) if dest is not None else None
-    memory = batch.memory
+    apply = semantics(decoded)
+    parity = decoded.has("parity")
 
     def execute(sel):
         lanes = lanes_of(sel, batch.n)
@@ -456,44 +455,17 @@ def build_mbarrier(batch, instr: ir.Instr):
         owners = lanes if threads is None else threads
         operand_values = [np.broadcast_to(np.asarray(r(sel)), lanes.shape) for r in extra]
         results = np.zeros(len(lanes), dtype=np.uint64)
-        try:
-            for i in range(len(lanes)):
-                at = addresses[i:i + 1]
-                owner = owners[i:i + 1]
-                word = int(memory.load(space, at, owner, 8).view(np.uint64)[0, 0])
-                expected, pending, transactions, phase = mbarrier_unpack(word)
-                if op == "init":
-                    new = mbarrier_pack(int(operand_values[0][i]), int(operand_values[0][i]), 0, 0)
-                elif op in ("arrive", "arrive_drop", "expect_tx", "complete_tx"):
-                    results[i] = word
-                    amount = int(operand_values[0][i]) if operand_values and op in ("arrive", "arrive_drop") \
-                        and not expect_tx else 1
-                    if op == "arrive_drop":
-                        expected -= amount
-                    if expect_tx:
-                        transactions += int(operand_values[0][i])
-                    if op == "complete_tx":
-                        transactions -= int(operand_values[0][i])
-                    if op in ("arrive", "arrive_drop") and not decoded.has("nocomplete"):
-                        pending -= amount
-                    elif op in ("arrive", "arrive_drop"):
-                        pending -= amount
-                    new = mbarrier_pack(*mbarrier_settle(expected, pending, transactions, phase))
-                elif op in ("test_wait", "try_wait"):
-                    waited = int(operand_values[0][i])
-                    waited_phase = waited & 1 if decoded.has("parity") else waited >> 63
-                    results[i] = 1 if phase != waited_phase else 0
-                    continue
-                elif op == "pending_count":
-                    results[i] = mbarrier_unpack(int(operand_values[0][i]))[1]
-                    continue
-                elif op == "inval":
-                    new = 0
-                else:
-                    raise batch.lowering_error(instr, f"mbarrier.{op} is not supported")
-                memory.store(space, at, owner, 8, np.array([new], dtype=np.uint64))
-        except DeviceFault as fault:
-            raise batch.memory_fault(instr, fault, int(owners[i])) from None
+        for i in range(len(lanes)):
+            at = addresses[i:i + 1]
+            owner = owners[i:i + 1]
+            word = int(access(batch, instr, "load", space, at, owner, 8, tell=False).view(np.uint64)[0, 0])
+            if op not in MBARRIER_OPS:
+                raise batch.lowering_error(instr, f"mbarrier.{op} is not supported")
+            operand = int(operand_values[0][i]) if operand_values else None
+            new, results[i] = apply(op, word, operand, expect_tx=expect_tx, parity=parity)
+            if new is not None:
+                access(batch, instr, "store", space, at, owner, 8, data=np.array([new], dtype=np.uint64),
+                       tell=False)
         if write_dest is not None:
             write_dest(sel, results.astype(bool) if op in ("test_wait", "try_wait") else results)
     return guarded(batch, instr, execute)

@@ -30,14 +30,9 @@ def make_builder(source_dir: str) -> FFI:
     """An FFI builder whose C sources are named relative to the current directory via source_dir."""
     builder = FFI()
     builder.cdef(_declarations())
-    builder.set_source(
-        MODULE_NAME,
-        '#include "_core.h"',
-        sources=[os.path.join(source_dir, "_core.c")],
-        include_dirs=[source_dir],
-        extra_compile_args=COMPILE_ARGS,
-        libraries=[] if sys.platform == "win32" else ["m"],
-    )
+    builder.set_source(MODULE_NAME, '#include "_core.h"', sources=[os.path.join(source_dir, "_core.c")],
+                       include_dirs=[source_dir], extra_compile_args=COMPILE_ARGS,
+                       libraries=[] if sys.platform == "win32" else ["m"])
     return builder
 
 
@@ -45,11 +40,6 @@ def make_builder(source_dir: str) -> FFI:
 ffibuilder = make_builder(os.path.join("emulator", "memory"))
 
 
-def build_in_place() -> str:
-    """Compiles the extension in a scratch directory and puts the module next to this file."""
-    from emulator.base import cbuild  # setup.py runs this file on its own, where the package is not importable
-    return cbuild.build_in_place(make_builder, HERE, "_gpuemu_core")
-
-
 if __name__ == "__main__":
-    print(build_in_place())
+    from emulator.base import cbuild  # setup.py runs this file on its own, where the package is not importable
+    print(cbuild.build_in_place(make_builder, HERE, "_gpuemu_core"))

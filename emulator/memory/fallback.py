@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from isa import atomic
+from isa.memory import generic_region
+from isa.table import TableError, decode, semantics
 
 from emulator.memory.spaces import (ATOMIC_DTYPES, ATOMIC_OPS, ATOMIC_TYPES, COUNT_CODES, FAULT_BAD_LAYOUT, FAULT_BAD_THREAD,
     FLAG_FREED, FLAG_READ_ONLY, LOCAL_WINDOW, NULL_LIMIT, SHARED_WINDOW, SPACE_CODES, WINDOW_SIZE, Layout,
@@ -18,6 +20,19 @@ TYPE_NAMES = {code: name for name, code in ATOMIC_TYPES.items()}
 ROUNDS_LIMIT = 32
 
 _WORD_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _check_atomic_semantics() -> None:
+    """What one lane's atom/red does to its word is the table's semantics for those families: isa.atomic.combine,
+    which this core (and the C core, tested against it) applies lane by lane."""
+    for mnemonic, modifiers in (("atom", ("global", "add", "u32")), ("red", ("shared", "add", "f32"))):
+        function = semantics(decode(mnemonic, modifiers))
+        if getattr(function, "func", function) is not atomic.combine:
+            raise TableError(f"isa.table's {mnemonic} semantics is {function!r}, not isa.atomic.combine, "
+                             "which the memory core applies")
+
+
+_check_atomic_semantics()
 
 
 def _words(arena: np.ndarray, width: int) -> np.ndarray:
@@ -60,14 +75,10 @@ def resolve(layout: Layout, space: int, addr: np.ndarray, threads: np.ndarray | 
     offset = addr
     lane_space = None
     if space == GENERIC:
-        from_shared = addr - np.uint64(SHARED_WINDOW)
-        from_local = addr - np.uint64(LOCAL_WINDOW)
-        in_shared = from_shared < np.uint64(WINDOW_SIZE)
-        in_local = ~in_shared & (from_local < np.uint64(WINDOW_SIZE))
+        in_shared, in_local, offset = generic_region(addr, SHARED_WINDOW, LOCAL_WINDOW, WINDOW_SIZE)
         lane_space = np.full(n, GLOBAL, dtype=np.uint8)
         lane_space[in_shared] = SHARED
         lane_space[in_local] = LOCAL
-        offset = np.where(in_shared, from_shared, np.where(in_local, from_local, addr))
     aligned = (addr & np.uint64(width - 1)) == 0
     ok = np.zeros(n, dtype=bool)
     arena_offset = np.zeros(n, dtype=np.int64)

@@ -13,7 +13,7 @@ from emulator.base.sources import SourceFiles
 from emulator.base.text import printable
 from emulator.memory import phase_lanes
 from emulator.runtime.faults import source_text
-from emulator.observers.stats import IDEAL, TRANSACTIONS, MemoryStats, format_table
+from emulator.observers.stats import IDEAL, TRANSACTIONS, MemoryStats, format_number, format_table
 
 #: how kinds are labelled in the listing's narrow column
 SHORT_KIND = {"shared_load": "sh.ld", "shared_store": "sh.st", "shared_atomic": "sh.atom",
@@ -197,11 +197,7 @@ def bank_picture(lanes: np.ndarray, addresses: np.ndarray, width: int, bank_byte
 # ---- text ----
 
 def _cell(value, digits: int = 2) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return f"{value:,}"
+    return format_number(value, digits, missing="")
 
 
 def render_text(profile: Profile, title: str) -> str:

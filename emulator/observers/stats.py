@@ -501,9 +501,10 @@ def _add_kind_counters(into: Dict[str, object], kind: str, slot: List[int]) -> N
         into[names[5]] = max_contention
 
 
-def _number(value, digits: int = 2) -> str:
+def format_number(value, digits: int = 2, missing: str = "-") -> str:
+    """A counter as the tables print it: floats to `digits` places, integers with thousands separators."""
     if value is None:
-        return "-"
+        return missing
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return f"{value:,}"
@@ -517,14 +518,14 @@ def format_table(counters: Dict[str, object], title: str) -> str:
         if not requests:
             continue
         if kind == "param_load":
-            rows.append((_TABLE_LABELS[kind], _number(requests), "-", "-", "-", "-", "-"))
+            rows.append((_TABLE_LABELS[kind], format_number(requests), "-", "-", "-", "-", "-"))
             continue
         unit = "transactions" if kind.startswith(("shared", "constant")) else "sectors"
         efficiency = counters.get(_EFFICIENCY_NAMES.get(kind, ""), None)
         contention = counters.get(f"{kind}_contention")
-        rows.append((_TABLE_LABELS[kind], _number(requests), _number(counters[f"{kind}_{unit}"]),
-                     _number(counters[f"{kind}_{unit}_per_request"]),
-                     _number(counters.get(f"{kind}_bank_conflicts")),
+        rows.append((_TABLE_LABELS[kind], format_number(requests), format_number(counters[f"{kind}_{unit}"]),
+                     format_number(counters[f"{kind}_{unit}_per_request"]),
+                     format_number(counters.get(f"{kind}_bank_conflicts")),
                      "-" if efficiency is None else f"{efficiency:.1f}%",
                      "-" if contention is None else f"{contention:.2f} (max {counters[f'{kind}_max_contention']})"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

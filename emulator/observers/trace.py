@@ -203,8 +203,9 @@ class TraceWriter(Observer):
     def begin_launch(self, launch) -> None:
         header = {"gpuemu": gpuemu_version(), "format": FORMAT}
         header.update(self.header)
-        header.update({"kernel": plain_name(launch.program.name), "grid": list(launch.grid),
-                       "block": list(launch.block), "shared": launch.dynamic_shared, "arch": f"sm_{launch.arch}"})
+        config = launch.config
+        header.update({"kernel": plain_name(launch.program.name), "grid": list(config.grid),
+                       "block": list(config.block), "shared": config.dynamic_shared, "arch": f"sm_{config.arch}"})
         if self.filter.text:
             header["filter"] = self.filter.describe()
         self._write(header)

@@ -202,40 +202,29 @@ class _Scope:
         return None
 
 
-class KernelLowering:
-    """Lowers one entry function and the .funcs it calls into an ir.Program."""
+class StorageLayout:
+    """Where a kernel's variables live: the functions it reaches, its registers and symbols, the .shared and .local
+    layout, call frames and parameter symbols."""
 
-    def __init__(self, module: S.Module, kernel: S.Function, module_symbols: Dict[str, ir.SymbolInfo]):
-        self.module = module
-        self.kernel = kernel
-        self.module_symbols = module_symbols
-        self.source = module.source_name
+    def __init__(self, lowering):
+        self.lowering = lowering
         self.registers: List[ir.RegInfo] = []
-        self.instrs: List[ir.Instr] = []
-        self.functions: Dict[str, ir.FunctionInfo] = {}
-        self.labels: Dict[str, int] = {}
         self.symbols: Dict[str, ir.SymbolInfo] = {}
         self.local_bytes = 0
         self.shared_bytes = 0
         self.has_dynamic_shared = False
-        self.pending_branches: List[Tuple[ir.Instr, str, S.Instruction]] = []
         #: functions that can be active twice in a thread, their frames' sizes and .local bytes
         self.recursive: set = set()
         self.frame_bytes: Dict[str, int] = {}
         self.local_variable_bytes: Dict[str, int] = {}
         self.framed_symbols: set = set()
         self.keep_alive: List[ir.SymbolInfo] = []
-        self.frame_register: Optional[ir.RegInfo] = None
 
-    def error(self, pos: S.Pos, message: str) -> PTXSemanticError:
-        return PTXSemanticError(self.source, pos.line, pos.col + 0, _LONG_WORD.sub(_shorten, message))
-
-    # ---- layout ----
-    def _reachable(self) -> List[S.Function]:
-        by_name = {fn.name: fn for fn in self.module.functions}
-        order = [self.kernel]
-        seen = {self.kernel.name}
-        stack = [self.kernel]
+    def reachable(self) -> List[S.Function]:
+        by_name = {fn.name: fn for fn in self.lowering.module.functions}
+        order = [self.lowering.kernel]
+        seen = {self.lowering.kernel.name}
+        stack = [self.lowering.kernel]
         indirect_targets: List[str] = []
         while stack:
             fn = stack.pop()
@@ -254,17 +243,17 @@ class KernelLowering:
                 order.append(target)
                 stack.append(target)
         for fn in order:
-            if fn.body is None and fn.name != self.kernel.name and fn.name not in BUILTIN_FUNCTIONS:
-                raise self.error(fn.pos, f"call to external function '{fn.name}' is not supported")
+            if fn.body is None and fn.name != self.lowering.kernel.name and fn.name not in BUILTIN_FUNCTIONS:
+                raise self.lowering.error(fn.pos, f"call to external function '{fn.name}' is not supported")
         self.recursive = self._recursive_functions(order, indirect_targets)
         return order
 
     def _address_taken(self, by_name) -> List[str]:
         """The .funcs whose address some function or initialiser takes: what an indirect call may reach."""
         names = set()
-        for fn in self.module.functions:
+        for fn in self.lowering.module.functions:
             names |= referenced_symbols(fn)
-        for decl in self.module.variables:
+        for decl in self.lowering.module.variables:
             names.update(_initialiser_names(decl.init))
         return sorted(name for name in names if name in by_name and by_name[name].kind == "func"
                       and by_name[name].body is not None)
@@ -288,7 +277,7 @@ class KernelLowering:
                     stack.extend(graph[name])
         return recursive
 
-    def _layout_shared(self, functions: List[S.Function]) -> None:
+    def layout_shared(self, functions: List[S.Function]) -> None:
         """ptxas's layout (sm_90): after the driver's reserved kilobyte, the kernel's own variables, then the
         module's (in declaration order, those the kernel reaches), then each called .func's (in the order the
         module defines them), each at its alignment; the dynamic base is the end of all that rounded up to 16,
@@ -318,13 +307,13 @@ class KernelLowering:
             self._function_shared[fn.name] = table
 
         self._function_shared: Dict[str, Dict[str, ir.SymbolInfo]] = {}
-        place_function(self.kernel)
-        for decl in self.module.variables:
+        place_function(self.lowering.kernel)
+        for decl in self.lowering.module.variables:
             if decl.space == "shared" and decl.name in used:
                 place(decl, self.symbols)
         reachable = {fn.name for fn in functions}
-        for fn in self.module.functions:
-            if fn.name in reachable and fn.name != self.kernel.name and fn.name not in self._function_shared:
+        for fn in self.lowering.module.functions:
+            if fn.name in reachable and fn.name != self.lowering.kernel.name and fn.name not in self._function_shared:
                 place_function(fn)
         window = offset
         if dynamic:
@@ -336,15 +325,15 @@ class KernelLowering:
             self.has_dynamic_shared = True
         self.shared_bytes = window - ir.SHARED_RESERVED_BYTES
 
-    def _kept_across_calls(self, info: ir.FunctionInfo) -> int:
+    def kept_across_calls(self, info: ir.FunctionInfo) -> int:
         """Bytes of the registers a function writes before one of its calls and reads after it: what ptxas
         keeps in the function's stack frame over the call (an estimate of its spills)."""
-        pcs = [instr.pc for instr in self.instrs if instr.function == info.name]
+        pcs = [instr.pc for instr in self.lowering.instrs if instr.function == info.name]
         written: set = set()
         kept: set = set()
         calls_seen: List[set] = []
         for pc in pcs:
-            instr = self.instrs[pc]
+            instr = self.lowering.instrs[pc]
             for before in calls_seen:
                 kept |= before & set(_register_reads(instr))
             if instr.control == ir.CALL:
@@ -364,7 +353,7 @@ class KernelLowering:
         self.local_bytes += size
         return offset
 
-    def _framed(self, symbol: Optional[ir.SymbolInfo]) -> bool:
+    def framed(self, symbol: Optional[ir.SymbolInfo]) -> bool:
         return symbol is not None and id(symbol) in self.framed_symbols
 
     def _frame_symbol(self, symbol: ir.SymbolInfo, fn: Optional[S.Function]) -> ir.SymbolInfo:
@@ -373,26 +362,27 @@ class KernelLowering:
             self.keep_alive.append(symbol)
         return symbol
 
-    # ---- registers and symbols ----
-    def _new_register(self, name: str, type_name: str) -> ir.RegInfo:
+    def new_register(self, name: str, type_name: str) -> ir.RegInfo:
         info = ir.RegInfo(len(self.registers), name, type_name, storage_dtype(TYPES[type_name].bits))
         self.registers.append(info)
         return info
 
-    def _declare_registers(self, scope: _Scope, decl: S.RegDecl) -> None:
+    def declare_registers(self, scope: _Scope, decl: S.RegDecl) -> None:
+        lowering = self.lowering
         if decl.vector > 1:
-            raise self.error(decl.pos, "vector registers (.reg .v2/.v4) are not supported")
+            raise lowering.error(decl.pos, "vector registers (.reg .v2/.v4) are not supported")
         if decl.type not in TYPES:
-            raise self.error(decl.pos, f"registers of type .{decl.type} are not supported")
+            raise lowering.error(decl.pos, f"registers of type .{decl.type} are not supported")
         for name, count in decl.names:
             if (name in scope.registers) if count is None else (name in scope.ranges):
-                raise self.error(decl.pos, f"duplicate definition of register {name}{'' if count is None else '<>'}")
+                raise lowering.error(decl.pos,
+                                     f"duplicate definition of register {name}{'' if count is None else '<>'}")
             if count is None:
-                scope.registers[name] = self._new_register(name, decl.type)
+                scope.registers[name] = self.new_register(name, decl.type)
             else:
                 scope.ranges[name] = (count, decl.type)
 
-    def _declare_variable(self, scope: _Scope, fn: S.Function, decl: S.VarDecl) -> None:
+    def declare_variable(self, scope: _Scope, fn: S.Function, decl: S.VarDecl) -> None:
         if decl.space == "shared":
             scope.symbols[decl.name] = self._function_shared[fn.name][decl.name]
         elif decl.space == "local":
@@ -407,31 +397,62 @@ class KernelLowering:
             symbol = ir.SymbolInfo(decl.name, "fparam", ir.FUNC_PARAM_BASE + offset, size, align)
             scope.symbols[decl.name] = self._frame_symbol(symbol, fn)
         elif decl.space in ("global", "const"):
-            raise self.error(decl.pos, f"function-scope .{decl.space} variables are not supported")
+            raise self.lowering.error(decl.pos, f"function-scope .{decl.space} variables are not supported")
         else:
-            raise self.error(decl.pos, f"unsupported state space .{decl.space}")
+            raise self.lowering.error(decl.pos, f"unsupported state space .{decl.space}")
 
-    def _param_symbol(self, decl: S.ParamDecl, fn: S.Function) -> ir.SymbolInfo:
+    def param_symbol(self, decl: S.ParamDecl, fn: S.Function) -> ir.SymbolInfo:
         size = type_size(decl.type) * decl.element_count
         align = max(decl.align or 1, type_size(decl.type))
         offset = self._alloc_local(size, align, fn)
         return self._frame_symbol(ir.SymbolInfo(decl.name, "fparam", ir.FUNC_PARAM_BASE + offset, size, align), fn)
 
+    def kernel_params(self):
+        params = []
+        offset = 0
+        for decl in self.lowering.kernel.params:
+            size = type_size(decl.type) * decl.element_count
+            align = max(decl.align or 1, type_size(decl.type))
+            offset = _align_up(offset, align)
+            params.append(ir.KernelParam(decl.name, decl.type, offset, size, align))
+            offset += size
+        return params, offset
+
+
+class KernelLowering:
+    """Lowers one entry function and the .funcs it calls into an ir.Program."""
+
+    def __init__(self, module: S.Module, kernel: S.Function, module_symbols: Dict[str, ir.SymbolInfo]):
+        self.module = module
+        self.kernel = kernel
+        self.module_symbols = module_symbols
+        self.source = module.source_name
+        self.instrs: List[ir.Instr] = []
+        self.functions: Dict[str, ir.FunctionInfo] = {}
+        self.labels: Dict[str, int] = {}
+        self.storage = StorageLayout(self)
+        self.pending_branches: List[Tuple[ir.Instr, str, S.Instruction]] = []
+        self.frame_register: Optional[ir.RegInfo] = None
+
+    def error(self, pos: S.Pos, message: str) -> PTXSemanticError:
+        return PTXSemanticError(self.source, pos.line, pos.col + 0, _LONG_WORD.sub(_shorten, message))
+
     # ---- instructions ----
     def lower(self) -> ir.Program:
-        functions = self._reachable()
-        self._layout_shared(functions)
-        if self.recursive:
-            self.frame_register = self._new_register(ir.FRAME_REGISTER, "u64")
-        kernel_params, param_bytes = self._kernel_params()
-        root = _Scope(None, self._new_register)
+        storage = self.storage
+        functions = storage.reachable()
+        storage.layout_shared(functions)
+        if storage.recursive:
+            self.frame_register = storage.new_register(ir.FRAME_REGISTER, "u64")
+        kernel_params, param_bytes = storage.kernel_params()
+        root = _Scope(None, storage.new_register)
         root.symbols.update(self.module_symbols)
-        root.symbols.update(self.symbols)
+        root.symbols.update(storage.symbols)
         function_scopes = {}
         for fn in functions[1:]:
             scope = _Scope(root)
-            params = tuple(self._param_symbol(p, fn) for p in fn.params)
-            returns = tuple(self._param_symbol(p, fn) for p in fn.returns)
+            params = tuple(storage.param_symbol(p, fn) for p in fn.params)
+            returns = tuple(storage.param_symbol(p, fn) for p in fn.returns)
             for symbol in params + returns:
                 scope.symbols[symbol.name] = symbol
             for decl in fn.params + fn.returns:
@@ -452,10 +473,10 @@ class KernelLowering:
             self._loc: Optional[Tuple[str, int]] = None
             self._inlined: Tuple[ir.InlineFrame, ...] = ()
             self._loc_scopes: Dict[Tuple[int, int, int], Tuple[ir.InlineFrame, ...]] = {}
-            first_register = len(self.registers)
+            first_register = len(storage.registers)
             self._lower_block(fn, fn.body, _Scope(function_scopes[fn.name]))
-            if fn.name in self.recursive:
-                self.functions[fn.name].registers = tuple(range(first_register, len(self.registers)))
+            if fn.name in storage.recursive:
+                self.functions[fn.name].registers = tuple(range(first_register, len(storage.registers)))
             if self._falls_off_the_end(fn):
                 self.instrs.append(self._implicit_return(fn))
             for instr, syntax in self._function_pending:
@@ -466,21 +487,21 @@ class KernelLowering:
                 instr.operands = (ir.LabelRef(name, instr.target),)
             for name, pc in self._current_labels.items():
                 self.labels.setdefault(name, pc)
-        for name in self.recursive:
+        for name in storage.recursive:
             info = self.functions[name]
-            info.frame_bytes = _align_up(self.frame_bytes.get(name, 0), 16)
-            info.stack_cost = _align_up(self.local_variable_bytes.get(name, 0) + self._kept_across_calls(info)
+            info.frame_bytes = _align_up(storage.frame_bytes.get(name, 0), 16)
+            info.stack_cost = _align_up(storage.local_variable_bytes.get(name, 0) + storage.kept_across_calls(info)
                                         + RETURN_ADDRESS_BYTES, 16)
-        if self.local_bytes > MAX_LOCAL_BYTES:
-            raise self.error(self.kernel.pos, f"{self.local_bytes} bytes of local memory per thread exceed the "
-                                              f"{MAX_LOCAL_BYTES}-byte limit")
+        if storage.local_bytes > MAX_LOCAL_BYTES:
+            raise self.error(self.kernel.pos, f"{storage.local_bytes} bytes of local memory per thread exceed the "
+                             f"{MAX_LOCAL_BYTES}-byte limit")
         directives = {name: values for name, values in self.kernel.directives}
         return ir.Program(
-            name=self.kernel.name, source_name=self.source, instrs=self.instrs, registers=self.registers,
-            params=kernel_params, param_bytes=param_bytes, static_shared=self.shared_bytes,
-            has_dynamic_shared=self.has_dynamic_shared, local_bytes=_align_up(self.local_bytes, 16),
+            name=self.kernel.name, source_name=self.source, instrs=self.instrs, registers=storage.registers,
+            params=kernel_params, param_bytes=param_bytes, static_shared=storage.shared_bytes,
+            has_dynamic_shared=storage.has_dynamic_shared, local_bytes=_align_up(storage.local_bytes, 16),
             functions=self.functions, labels=self.labels,
-            symbols={**self.module_symbols, **self.symbols}, files=dict(self.module.files),
+            symbols={**self.module_symbols, **storage.symbols}, files=dict(self.module.files),
             directives=directives, lines=self.module.lines)
 
     def _falls_off_the_end(self, fn: S.Function) -> bool:
@@ -500,25 +521,14 @@ class KernelLowering:
         return ir.Instr(len(self.instrs), fn.name, line, 1, "ret; (end of function)", self._loc, "ret", None,
                         control, None, (), inlined=self._inlined)
 
-    def _kernel_params(self):
-        params = []
-        offset = 0
-        for decl in self.kernel.params:
-            size = type_size(decl.type) * decl.element_count
-            align = max(decl.align or 1, type_size(decl.type))
-            offset = _align_up(offset, align)
-            params.append(ir.KernelParam(decl.name, decl.type, offset, size, align))
-            offset += size
-        return params, offset
-
     def _lower_block(self, fn: S.Function, block: Optional[S.Block], scope: _Scope) -> None:
         if block is None:
             return
         for statement in block.statements:
             if isinstance(statement, S.RegDecl):
-                self._declare_registers(scope, statement)
+                self.storage.declare_registers(scope, statement)
             elif isinstance(statement, S.VarDecl):
-                self._declare_variable(scope, fn, statement)
+                self.storage.declare_variable(scope, fn, statement)
             elif isinstance(statement, S.Label):
                 if statement.name in self._current_labels:
                     raise self.error(statement.pos, f"label '{statement.name}' defined twice")
@@ -562,7 +572,7 @@ class KernelLowering:
         operands = tuple(self._indexed(fn, syntax, position, operand) if isinstance(operand, S.SymIndex) else operand
                          for position, operand in enumerate(syntax.operands))
         instr.operands = tuple(self._operand(operand, syntax, scope) for operand in operands)
-        framed = [ref for ref in instr.operands if isinstance(ref, ir.SymRef) and self._framed(ref.symbol)]
+        framed = [ref for ref in instr.operands if isinstance(ref, ir.SymRef) and self.storage.framed(ref.symbol)]
         if framed:
             return self._frame_address(instr, framed[0], syntax)
         self._check_destination_writable(instr, syntax)
@@ -585,7 +595,7 @@ class KernelLowering:
         it, `add.u64 %r, <frame>, offset`."""
         if instr.decoded.family.mnemonic != "mov" or len(instr.operands) != 2 or instr.operands[1] is not ref:
             raise self.error(syntax.pos, f"'{ref.symbol.name}' lives in the frame of a recursive function: only "
-                                         f"mov may take its address")
+                             f"mov may take its address")
         decoded = decode("add", ("u64",))
         operands = (instr.operands[0], ir.RegRef(self.frame_register),
                     ir.ImmRef("int", ref.symbol.address + ref.offset))
@@ -634,7 +644,7 @@ class KernelLowering:
             if family.mnemonic == "setp" and instr.decoded.type in ("f16x2", "bf16x2") and \
                     not isinstance(first, ir.PredPairRef):
                 raise self.error(syntax.pos, f"'{instr.opcode}' compares two halves into a pair of predicates "
-                                             f"(p|q), not one")
+                                 f"(p|q), not one")
         types = ([signature.dest] if signature.dest is not None else []) + list(signature.sources)
         for operand, type_name in zip(instr.operands, types):
             if isinstance(operand, ir.ImmRef) and type_name in TYPES:
@@ -707,7 +717,7 @@ class KernelLowering:
                 base = self._reg_operand(operand.base.name, syntax, scope)
                 if not isinstance(base, ir.RegRef):
                     raise self.error(syntax.pos, f"special register '{operand.base.name}' cannot be an address; "
-                                                 f"move it to a register first")
+                                     f"move it to a register first")
                 return ir.AddrRef(base, None, operand.offset)
             if not isinstance(operand.base, S.Sym):
                 raise self.error(syntax.pos, "an address is a register, a variable or a number")
@@ -717,7 +727,7 @@ class KernelLowering:
             symbol = scope.symbol(operand.base.name)
             if symbol is None:
                 raise self.error(syntax.pos, f"undeclared name '{operand.base.name}'")
-            if self._framed(symbol):
+            if self.storage.framed(symbol):
                 return ir.AddrRef(ir.RegRef(self.frame_register), None, symbol.address + operand.offset)
             return ir.AddrRef(None, symbol, operand.offset)
         raise self.error(syntax.pos, f"operand {operand} is not allowed here")

@@ -11,7 +11,7 @@ import numpy as np
 
 from emulator import ir
 from emulator.frontend.sass.arch import Arch
-from emulator.ir.sass import SASS_OP_CLASS
+from emulator.ir.sass import PLAN_KINDS, SASS_OP_CLASS
 from isa.sass import SassOp
 from isa.table import ModifierLookup
 
@@ -39,8 +39,7 @@ class SassDecoded(ModifierLookup):
 @dataclass
 class Plan:
     """How the SASS executors run one instruction (instr.info['sass'])."""
-    kind: str                                   # alu special load store atomic reduce lock_load unlock_store
-    #                                             const vote redux nop lock_arbitrate return_check
+    kind: str                                   # one of emulator.ir.sass.PLAN_KINDS
     op: Optional[SassOp] = None
     mods: Tuple[str, ...] = ()
     dests: Tuple[Any, ...] = ()                 # Value / Pred / None (slot left out)
@@ -53,6 +52,10 @@ class Plan:
     atomic: Optional[Tuple[str, str]] = None    # (op, type) for the memory core
     guard: Optional[Tuple[ir.RegInfo, bool]] = None
     value: Optional[int] = None
+
+    def __post_init__(self):
+        if self.kind not in PLAN_KINDS:
+            raise ValueError(f"SASS plan kind '{self.kind}' is not one of {', '.join(PLAN_KINDS)}")
 
 
 @dataclass

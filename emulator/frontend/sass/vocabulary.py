@@ -45,7 +45,7 @@ _PRED = re.compile(r"^(U?P)(\d+|T)$")
 _SUFFIXES_IGNORED = {"reuse", "REUSE"}
 _HALF_SELECTS = {"H0_H0", "H1_H1", "H0_H1", "H1_H0", "F32", "H0", "H1", "B0", "B1", "B2", "B3"}
 #: P2R and R2P move predicates to and from register bits
-P2R = SassOp("P2R", "", p2r)
-R2P = SassOp("R2P", "", r2p)
+P2R = SassOp("P2R", "", p2r, "predicates into the bits of a register a mask selects")
+R2P = SassOp("R2P", "", r2p, "the bits of a register a mask selects into predicates")
 #: float literals cuobjdump prints as words
 _FLOAT_WORDS = {"INF": float("inf"), "QNAN": float("nan"), "NAN": float("nan"), "SNAN": float("nan")}

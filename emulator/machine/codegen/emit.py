@@ -229,8 +229,543 @@ class UnitPlan:
     region_end: Dict[int, int] = field(default_factory=dict)
 
 
+class MemoryEmitter:
+    """C text of cvta and the memory instructions (ld, st, atom, red) over the memory core."""
+
+    def __init__(self, emitter):
+        self.emitter = emitter
+
+    def cvta(self, instr: ir.Instr) -> str:
+        decoded = instr.decoded
+        space = decoded.get("space")
+        dest, source = instr.operands
+        type_name = decoded.type
+        bits = TYPES[type_name].bits
+        source_type = "u64" if isinstance(source, ir.SymRef) else type_name
+        value = self.emitter.read_bits(source, source_type)
+        if source_type != type_name:
+            value = f"(({_uint(bits)}){value})"
+        window = {"shared": str(SHARED_WINDOW) + "ull", "local": str(LOCAL_WINDOW) + "ull",
+                  "const": "ctx->const_base", "param": "ctx->param_base"}.get(space)
+        if window is None:
+            return self.emitter.write_bits(dest, type_name, value)
+        sign = "-" if decoded.has("cvtadir") else "+"
+        return self.emitter.write_bits(dest, type_name, f"({_uint(bits)})((uint64_t){value} {sign} {window})")
+
+    def _access(self, instr: ir.Instr, load: bool):
+        decoded = instr.decoded
+        if decoded.family.mnemonic not in ("ld", "st"):
+            raise Unsupported("ldu")
+        t = TYPES[decoded.type]
+        if t.kind == "packed":
+            raise Unsupported("packed")
+        count = vector_count(decoded)
+        width = t.bytes * count
+        if width > 16:
+            raise Unsupported("wide access")
+        data = instr.operands[0 if load else 1]
+        registers = data.items if isinstance(data, ir.VecRef) else (data,)
+        if len(registers) != count:
+            raise Unsupported("operand count")
+        address = instr.operands[1 if load else 0]
+        if not isinstance(address, ir.AddrRef):
+            raise Unsupported("address")
+        space_code, address_expr = self._address(address, decoded.get("space", "generic"))
+        self.emitter.plan.has_memory = True
+        return t, width, registers, space_code, address_expr
+
+    def load(self, instr: ir.Instr) -> str:
+        t, width, registers, space_code, address_expr = self._access(instr, load=True)
+        size = t.bytes
+        element = _uint(size * 8)
+        write = self.emitter.write_bits
+        writes = [f"{{ {element} e; memcpy(&e, p + {index * size}, {size}); {write(ref, t.name, 'e')} }}"
+                  for index, ref in enumerate(registers)]
+        return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit); "
+                f"if (!p) goto ROLLBACK; {' '.join(writes)}")
+
+    def store(self, instr: ir.Instr) -> str:
+        t, width, registers, space_code, address_expr = self._access(instr, load=False)
+        guard = self.emitter.guard(instr)
+        size = t.bytes
+        element = _uint(size * 8)
+        pc = instr.pc
+        gather = f"ctx->addresses[m] = {address_expr}; ctx->threads[m] = t;"
+        resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit)"
+        packs = [f"{{ {element} e = {self.emitter.read_bits(ref, t.name)}; memcpy(p + {index * size}, &e, {size}); }}"
+                 for index, ref in enumerate(registers)]
+        check = f"int fast = 1; LANES({guard} if (!{resolve}) {{ fast = 0; break; }})"
+        direct = f"LANES({guard} {{ uint8_t *p = {resolve}; {' '.join(packs)} }})"
+        general = (f"int64_t m = 0; gx_fault f; LANES({guard} {gather} "
+                   f"{{ uint8_t *p = ctx->data + (uint64_t)m * {width}; {' '.join(packs)} }} m++;)\n"
+                   f"  if (m && ((gx_store_fn)ctx->store)(ctx->memory, {space_code}, ctx->addresses, ctx->threads, "
+                   f"m, {width}, ctx->data, (uint64_t)m * {width}, &f) != 0) return {pc};")
+        return f"{{ {check}\n  if (fast) {{ {direct} }} else {{ {general} }} }}"
+
+    def atomic(self, instr: ir.Instr) -> str:
+        """atom/red through the memory core's gm_atomic (every lane checked before any changes, lanes in order), the
+        old values then written to the destination."""
+        emitter = self.emitter
+        decoded = instr.decoded
+        type_name = decoded.type
+        op = decoded.get("atomop") or decoded.get("redop")
+        if vector_count(decoded) > 1 or type_name not in ATOMIC_TYPES or op not in ATOMIC_OPS:
+            raise Unsupported("atomic form")
+        operands = instr.operands
+        has_dest = decoded.family.op_class == "atom"
+        dest, address, rest = (operands[0], operands[1], operands[2:]) if has_dest else (None, operands[0], operands[1:])
+        if len(rest) != (2 if op == "cas" else 1) or not isinstance(address, ir.AddrRef):
+            raise Unsupported("atomic operands")
+        space_code, address_expr = self._address(address, decoded.get("space", "generic"))
+        emitter.plan.has_memory = True
+        width = TYPES[type_name].bytes
+        element = _uint(width * 8)
+        guard = emitter.guard(instr)
+        packs = [f"{{ {element} e = {emitter.read_bits(ref, type_name)}; "
+                 f"memcpy(ctx->data + {index} * (uint64_t)n * 8 + (uint64_t)m * {width}, &e, {width}); }}"
+                 for index, ref in enumerate(rest)]
+        write = emitter.write_bits(dest, type_name, "e") if dest is not None else ""
+        old = "ctx->data + (uint64_t)n * 16"
+        lines = [f"int64_t m = 0; gx_fault f; LANES({guard} ctx->addresses[m] = {address_expr}; ctx->threads[m] = t; "
+                 f"{' '.join(packs)} m++;)",
+                 f"  if (m && ((gx_atomic_fn)ctx->atomic)(ctx->memory, {space_code}, {ATOMIC_OPS[op]}, "
+                 f"{ATOMIC_TYPES[type_name]}, ctx->addresses, ctx->threads, m, ctx->data, ctx->data + (uint64_t)n * 8, "
+                 f"(uint64_t)m * {width}, {old}, (uint64_t)m * {width}, &f) != 0) return {instr.pc};"]
+        if write:
+            lines.append(f"  m = 0; LANES({guard} {{ {element} e; memcpy(&e, {old} + (uint64_t)m * {width}, {width}); "
+                         f"{write} }} m++;)")
+        general = "\n".join(lines)
+        if type_name not in ("b32", "u32", "s32", "b64", "u64", "s64"):
+            return f"{{ {general} }}"
+        resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit)"
+        values = [f"{element} v{index} = {emitter.read_bits(ref, type_name)};" for index, ref in enumerate(rest)]
+        second = "v1" if op == "cas" else "0"
+        apply = (f"{{ uint8_t *p = {resolve}; {element} old; memcpy(&old, p, {width}); {' '.join(values)} "
+                 f"{element} e = ({element})gx_atomic_int({ATOMIC_OPS[op]}, {int(type_name[0] == 's')}, old, v0, "
+                 f"{second}, {(1 << (8 * width)) - 1}ull); memcpy(p, &e, {width}); e = old; {write} }}")
+        return (f"{{ int fast = 1; LANES({guard} if (!{resolve}) {{ fast = 0; break; }})\n"
+                f"  if (fast) {{ LANES({guard} {apply}) }} else {{ {general} }} }}")
+
+    def _address(self, ref: ir.AddrRef, space: str) -> Tuple[int, str]:
+        """(memory core space code, C expression of the lane's uint64 address) as AddressPlan resolves them."""
+        offset = ref.offset & ADDRESS_MASK
+        if ref.symbol is not None or ref.base is None:
+            resolved = _static_space(ref.symbol.space if ref.symbol is not None else None, space)
+            slot = len(self.emitter.statics)
+            self.emitter.statics.append((ref.symbol, space, ref.offset))
+            return SPACE_CODES[resolved], f"ctx->statics[{slot}]"
+        base = f"((uint64_t){self.emitter.register(ref.base.reg)}[t] + {offset}ull)"
+        if space == "const":
+            return SPACE_CODES["global"], f"({base} + ctx->const_base)"
+        if space == "param":
+            raise Unsupported("register-addressed .param")
+        if space not in SPACE_CODES:
+            raise Unsupported(f"space {space}")
+        return SPACE_CODES[space], base
+
+
+class AluEmitter:
+    """C text of the ALU instructions: integer and float arithmetic, bitwise, shifts, comparisons, cvt."""
+
+    def __init__(self, emitter):
+        self.emitter = emitter
+
+    def instruction(self, instr: ir.Instr) -> str:
+        decoded = instr.decoded
+        family = decoded.family
+        if family.carry_in or (family.carry_out and decoded.has("cc")):
+            raise Unsupported("carry")
+        mnemonic = family.mnemonic
+        signature = decoded.signature
+        dest, sources = instr.operands[0], instr.operands[1:]
+        if len(sources) != len(signature.sources):
+            raise Unsupported("optional operands")
+        if mnemonic == "setp":
+            return self._setp(instr)
+        builder = getattr(self, f"_op_{mnemonic}", None)
+        if builder is None:
+            raise Unsupported(mnemonic)
+        if isinstance(dest, ir.PredPairRef):
+            raise Unsupported("predicate pair")
+        return builder(decoded, dest, sources, signature)
+
+    def _result(self, dest, type_name: str, value: str) -> str:
+        """Store a value of type_name's computing type (see read) into dest."""
+        t = TYPES[type_name]
+        if type_name == "f32":
+            raw = f"gx_b32({value})"
+        elif type_name == "f64":
+            raw = f"gx_b64({value})"
+        elif t.kind == "pred":
+            raw = f"(({value}) != 0)"
+        else:
+            raw = f"(({_uint(t.bits)})({value}))"
+        return self.emitter.write_bits(dest, type_name, raw)
+
+    def _float_plain(self, decoded) -> bool:
+        """Round to nearest, no .ftz, .sat, .relu: what C's IEEE arithmetic computes exactly."""
+        return (decoded.get("rnd", "rn") == "rn" and not decoded.has("ftz") and not decoded.has("sat")
+                and not decoded.has("relu") and not decoded.get("approx"))
+
+    def _integer(self, type_name: str) -> bool:
+        return TYPES[type_name].kind in ("bits", "unsigned", "signed") and TYPES[type_name].bits >= 16
+
+    def _binary_float(self, decoded, dest, sources, op: str) -> str:
+        emitter = self.emitter
+        ty = decoded.type
+        a, b = sources
+        if (ty == "f32" and op in "+-*" and decoded.has("ftz") and decoded.get("rnd", "rn") == "rn"
+            and not decoded.has("sat")):
+            return (f"float x = gx_f32(gx_ftz32({emitter.read_bits(a, ty)})), "
+                    f"y = gx_f32(gx_ftz32({emitter.read_bits(b, ty)})); "
+                    + emitter.write_bits(dest, ty, f"gx_ftz_result(x {op} y, (double)x {op} (double)y)"))
+        if not self._float_plain(decoded):
+            raise Unsupported("float modifiers")
+        if ty == "f32":
+            return emitter.write_bits(dest, ty, f"gx_r32({emitter.read(a, ty)} {op} {emitter.read(b, ty)})")
+        if ty == "f64":
+            nan_order = "xa, xb" if op == "/" else "xb, xa"
+            return (f"uint64_t xa = {emitter.read_bits(a, ty)}, xb = {emitter.read_bits(b, ty)}; "
+                    + emitter.write_bits(dest, ty, f"gx_r64_2(gx_f64(xa) {op} gx_f64(xb), {nan_order})"))
+        raise Unsupported(f"float type {ty}")
+
+    def _op_add(self, decoded, dest, sources, signature):
+        return self._additive(decoded, dest, sources, "+")
+
+    def _op_sub(self, decoded, dest, sources, signature):
+        return self._additive(decoded, dest, sources, "-")
+
+    def _additive(self, decoded, dest, sources, op):
+        ty = decoded.type
+        if ty in ("f32", "f64"):
+            return self._binary_float(decoded, dest, sources, op)
+        if not self._integer(ty) or decoded.has("sat") or decoded.has("cc"):
+            raise Unsupported("add form")
+        bits = TYPES[ty].bits
+        a, b = (self.emitter.read_bits(s, ty) for s in sources)
+        wide = _uint(max(bits, 32))
+        return self.emitter.write_bits(dest, ty, f"(({_uint(bits)})(({wide}){a} {op} ({wide}){b}))")
+
+    def _op_mul(self, decoded, dest, sources, signature):
+        ty = decoded.type
+        if ty in ("f32", "f64"):
+            return self._binary_float(decoded, dest, sources, "*")
+        if not self._integer(ty):
+            raise Unsupported("mul form")
+        product = self._product(decoded, sources)
+        return self.emitter.write_bits(dest, signature.dest, product)
+
+    def _product(self, decoded, sources) -> str:
+        """Raw bits of the integer product mul.{lo,hi,wide} computes."""
+        ty = decoded.type
+        t = TYPES[ty]
+        bits = t.bits
+        mode = decoded.get("mulmode", "lo")
+        a, b = (self.emitter.read_bits(s, ty) for s in sources[:2])
+        if mode == "lo":
+            wide = _uint(max(bits, 32))
+            return f"({_uint(bits)})(({wide}){a} * ({wide}){b})"
+        signed = t.kind == "signed"
+        if mode == "wide":
+            if bits not in (16, 32):
+                raise Unsupported("mul.wide width")
+            wbits = bits * 2
+            cast = _int(wbits) if signed else _uint(wbits)
+            narrow = _int(bits) if signed else _uint(bits)
+            return f"({_uint(wbits)})(({cast})({narrow}){a} * ({cast})({narrow}){b})"
+        if bits == 64:
+            cast = "__int128" if signed else "unsigned __int128"
+            narrow = "int64_t" if signed else "uint64_t"
+            return f"(uint64_t)(((({cast})({narrow}){a}) * (({cast})({narrow}){b})) >> 64)"
+        wbits = bits * 2
+        cast = _int(wbits) if signed else _uint(wbits)
+        narrow = _int(bits) if signed else _uint(bits)
+        return f"({_uint(bits)})((({_uint(wbits)})(({cast})({narrow}){a} * ({cast})({narrow}){b})) >> {bits})"
+
+    def _op_mad(self, decoded, dest, sources, signature):
+        ty = decoded.type
+        if ty in ("f32", "f64"):
+            return self._op_fma(decoded, dest, sources, signature)
+        if not self._integer(ty) or decoded.has("sat") or decoded.has("cc"):
+            raise Unsupported("mad form")
+        out = signature.dest
+        obits = TYPES[out].bits
+        product = self._product(decoded, sources)
+        c = self.emitter.read_bits(sources[2], signature.sources[2])
+        wide = _uint(max(obits, 32))
+        return self.emitter.write_bits(dest, out, f"({_uint(obits)})(({wide}){product} + ({wide}){c})")
+
+    def _op_fma(self, decoded, dest, sources, signature):
+        emitter = self.emitter
+        ty = decoded.type
+        if not self._float_plain(decoded):
+            raise Unsupported("fma modifiers")
+        a, b, c = sources
+        if ty == "f32":
+            return emitter.write_bits(dest, ty, f"gx_r32(fmaf({emitter.read(a, ty)}, {emitter.read(b, ty)}, "
+                                      f"{emitter.read(c, ty)}))")
+        if ty == "f64":
+            return (f"uint64_t xa = {emitter.read_bits(a, ty)}, xb = {emitter.read_bits(b, ty)}, "
+                    f"xc = {emitter.read_bits(c, ty)}; "
+                    + emitter.write_bits(dest, ty, "gx_r64_3(fma(gx_f64(xa), gx_f64(xb), gx_f64(xc)), xb, xc, xa)"))
+        raise Unsupported("fma type")
+
+    def _op_div(self, decoded, dest, sources, signature):
+        ty = decoded.type
+        if ty in ("f32", "f64"):
+            if decoded.get("approx") or decoded.get("rnd") != "rn":
+                raise Unsupported("div mode")
+            return self._binary_float(decoded, dest, sources, "/")
+        return self._division(decoded, dest, sources, quotient=True)
+
+    def _op_rem(self, decoded, dest, sources, signature):
+        return self._division(decoded, dest, sources, quotient=False)
+
+    def _division(self, decoded, dest, sources, quotient: bool) -> str:
+        ty = decoded.type
+        if not self._integer(ty):
+            raise Unsupported("division type")
+        t = TYPES[ty]
+        bits = t.bits
+        u = _uint(bits)
+        a, b = (self.emitter.read_bits(s, ty) for s in sources)
+        lines = [f"{u} ua = {a}, ub = {b}, q, r;"]
+        if t.kind == "signed":
+            lines.append(f"int an = ({_int(bits)})ua < 0, bn = ({_int(bits)})ub < 0;")
+            lines.append(f"if (an) ua = ({u})(0 - ua); if (bn) ub = ({u})(0 - ub);")
+        lines.append(f"if (ub == 0) {{ q = ({u})~({u})0; r = q; }} else {{ q = ua / ub; r = ua % ub;")
+        if t.kind == "signed":
+            lines.append(f"if (an ^ bn) q = ({u})(0 - q); if (an) r = ({u})(0 - r);")
+        lines.append("}")
+        lines.append(self.emitter.write_bits(dest, ty, "q" if quotient else "r"))
+        return " ".join(lines)
+
+    def _bitwise(self, decoded, dest, sources, op):
+        ty = decoded.type
+        a, b = (self.emitter.read_bits(s, ty) for s in sources)
+        if TYPES[ty].kind == "pred":
+            return self.emitter.write_bits(dest, ty, f"(({a}) {op} ({b}))")
+        return self.emitter.write_bits(dest, ty, f"({_uint(TYPES[ty].bits)})({a} {op} {b})")
+
+    def _op_and(self, decoded, dest, sources, signature):
+        return self._bitwise(decoded, dest, sources, "&")
+
+    def _op_or(self, decoded, dest, sources, signature):
+        return self._bitwise(decoded, dest, sources, "|")
+
+    def _op_xor(self, decoded, dest, sources, signature):
+        return self._bitwise(decoded, dest, sources, "^")
+
+    def _op_not(self, decoded, dest, sources, signature):
+        ty = decoded.type
+        a = self.emitter.read_bits(sources[0], ty)
+        if TYPES[ty].kind == "pred":
+            return self.emitter.write_bits(dest, ty, f"(!{a})")
+        return self.emitter.write_bits(dest, ty, f"({_uint(TYPES[ty].bits)})~{a}")
+
+    def _op_cnot(self, decoded, dest, sources, signature):
+        emitter = self.emitter
+        ty = decoded.type
+        return emitter.write_bits(dest, ty, f"({_uint(TYPES[ty].bits)})({emitter.read_bits(sources[0], ty)} == 0)")
+
+    def _op_shl(self, decoded, dest, sources, signature):
+        emitter = self.emitter
+        ty = decoded.type
+        bits = TYPES[ty].bits
+        a = emitter.read_bits(sources[0], ty)
+        amount = emitter.read_bits(sources[1], "u32")
+        wide = _uint(max(bits, 32))
+        return (f"uint32_t k = {amount}; "
+                + emitter.write_bits(dest, ty, f"(k >= {bits} ? ({_uint(bits)})0 : ({_uint(bits)})(({wide}){a} << k))"))
+
+    def _op_shr(self, decoded, dest, sources, signature):
+        ty = decoded.type
+        t = TYPES[ty]
+        bits = t.bits
+        a = self.emitter.read_bits(sources[0], ty)
+        amount = self.emitter.read_bits(sources[1], "u32")
+        if t.kind == "signed":
+            value = f"({_uint(bits)})(({_int(bits)}){a} >> (k >= {bits} ? {bits - 1} : k))"
+        else:
+            value = f"(k >= {bits} ? ({_uint(bits)})0 : ({_uint(bits)})({a} >> k))"
+        return f"uint32_t k = {amount}; " + self.emitter.write_bits(dest, ty, value)
+
+    def _minmax(self, decoded, dest, sources, larger: bool):
+        ty = decoded.type
+        if ty in ("f32", "f64"):
+            if decoded.has("nan") or decoded.has("absmod") or decoded.has("xorsign") or (decoded.has("ftz")
+                                                                                         and ty != "f32"):
+                raise Unsupported("min/max modifiers")
+            a, b = (self.emitter.read_bits(s, ty) for s in sources)
+            if decoded.has("ftz"):
+                a, b = f"gx_ftz32({a})", f"gx_ftz32({b})"
+            return self.emitter.write_bits(dest, ty, f"gx_minmax{TYPES[ty].bits}({a}, {b}, {int(larger)})")
+        if not self._integer(ty) or decoded.has("relu"):
+            raise Unsupported("min/max form")
+        a, b = (self.emitter.read(s, ty) for s in sources)
+        op = ">" if larger else "<"
+        return f"{{ __typeof__({a}) x = {a}, y = {b}; {self._result(dest, ty, f'(x {op} y ? x : y)')} }}"
+
+    def _op_min(self, decoded, dest, sources, signature):
+        return self._minmax(decoded, dest, sources, larger=False)
+
+    def _op_max(self, decoded, dest, sources, signature):
+        return self._minmax(decoded, dest, sources, larger=True)
+
+    def _sign_op(self, decoded, dest, sources, negate: bool):
+        ty = decoded.type
+        t = TYPES[ty]
+        if ty in ("f32", "f64"):
+            if decoded.has("ftz"):
+                raise Unsupported("ftz")
+            bits = t.bits
+            u = _uint(bits)
+            sign = f"(({u})1 << {bits - 1})"
+            nan = "0x7fffffffu" if bits == 32 else "(x | 0x0008000000000000ull)"
+            result = f"(x ^ {sign})" if negate else f"(x & ~{sign})"
+            return (f"{u} x = {self.emitter.read_bits(sources[0], ty)}; "
+                    + self.emitter.write_bits(dest, ty, f"(gx_nan{bits}(x) ? ({u}){nan} : ({u}){result})"))
+        if t.kind != "signed":
+            raise Unsupported("sign op type")
+        u = _uint(t.bits)
+        a = self.emitter.read_bits(sources[0], ty)
+        if negate:
+            return self.emitter.write_bits(dest, ty, f"({u})(0 - {a})")
+        return f"{u} x = {a}; " + self.emitter.write_bits(dest, ty, f"(({_int(t.bits)})x < 0 ? ({u})(0 - x) : x)")
+
+    def _op_neg(self, decoded, dest, sources, signature):
+        return self._sign_op(decoded, dest, sources, negate=True)
+
+    def _op_abs(self, decoded, dest, sources, signature):
+        return self._sign_op(decoded, dest, sources, negate=False)
+
+    def _op_selp(self, decoded, dest, sources, signature):
+        ty = decoded.type
+        if TYPES[ty].kind == "packed":
+            raise Unsupported("packed selp")
+        a, b = (self.emitter.read_bits(s, ty) for s in sources[:2])
+        c = self.emitter.read_bits(sources[2], "pred")
+        return self.emitter.write_bits(dest, ty, f"({c} ? {a} : {b})")
+
+    def _op_popc(self, decoded, dest, sources, signature):
+        ty = decoded.type
+        a = self.emitter.read_bits(sources[0], ty)
+        builtin = "__builtin_popcountll" if TYPES[ty].bits == 64 else "__builtin_popcount"
+        return self.emitter.write_bits(dest, "u32", f"(uint32_t){builtin}({a})")
+
+    def _op_clz(self, decoded, dest, sources, signature):
+        ty = decoded.type
+        bits = TYPES[ty].bits
+        builtin = "__builtin_clzll" if bits == 64 else "__builtin_clz"
+        return (f"{_uint(bits)} x = {self.emitter.read_bits(sources[0], ty)}; "
+                + self.emitter.write_bits(dest, "u32", f"(x == 0 ? {bits}u : (uint32_t){builtin}(x))"))
+
+    def _compare(self, decoded, a_ref, b_ref) -> str:
+        """C expression of setp's bare comparison t (0/1)."""
+        ty = decoded.type
+        t = TYPES[ty]
+        cmp = decoded.get("cmp")
+        ops = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+        if ty in ("f32", "f64"):
+            if decoded.has("ftz") and ty != "f32":
+                raise Unsupported("ftz compare")
+            if decoded.has("ftz"):
+                a, b = (f"gx_f32(gx_ftz32({self.emitter.read_bits(ref, ty)}))" for ref in (a_ref, b_ref))
+            else:
+                a, b = self.emitter.read(a_ref, ty), self.emitter.read(b_ref, ty)
+            unordered = "(x != x || y != y)"
+            if cmp == "num":
+                expr = f"!{unordered}"
+            elif cmp == "nan":
+                expr = unordered
+            elif cmp in ops:
+                expr = f"(!{unordered} && (x {ops[cmp]} y))"
+            elif cmp.endswith("u") and cmp[:-1] in ops:
+                expr = f"({unordered} || (x {ops[cmp[:-1]]} y))"
+            else:
+                raise Unsupported("comparison")
+            ctype = "float" if ty == "f32" else "double"
+            return f"({{ {ctype} x = {a}, y = {b}; {expr}; }})"
+        if not (t.kind in ("bits", "unsigned", "signed")) or t.bits < 16:
+            raise Unsupported("comparison type")
+        unsigned_ops = {"lo": "<", "ls": "<=", "hi": ">", "hs": ">="}
+        if cmp in unsigned_ops:
+            a, b = self.emitter.read_bits(a_ref, ty), self.emitter.read_bits(b_ref, ty)
+            return f"({a} {unsigned_ops[cmp]} {b})"
+        if cmp not in ops:
+            raise Unsupported("comparison")
+        a, b = self.emitter.read(a_ref, ty), self.emitter.read(b_ref, ty)
+        return f"({a} {ops[cmp]} {b})"
+
+    def _setp(self, instr: ir.Instr) -> str:
+        decoded = instr.decoded
+        if TYPES[decoded.type].kind in ("half", "packed", "pred"):
+            raise Unsupported("setp type")
+        dest = instr.operands[0]
+        a_ref, b_ref = instr.operands[1], instr.operands[2]
+        op = decoded.get("boolop")
+        combine = {"and": "&", "or": "|", "xor": "^"}
+        lines = [f"int p = {self._compare(decoded, a_ref, b_ref)} != 0;", "int q = !p;"]
+        if op is not None:
+            c = self.emitter.read_bits(instr.operands[3], "pred")
+            lines.append(f"int c = {c}; p = p {combine[op]} c; q = q {combine[op]} c;")
+        if isinstance(dest, ir.PredPairRef):
+            lines.append(self.emitter.write_bits(dest.first, "pred", "p"))
+            if dest.second is not None:
+                lines.append(self.emitter.write_bits(dest.second, "pred", "q"))
+        else:
+            lines.append(self.emitter.write_bits(dest, "pred", "p"))
+        return " ".join(lines)
+
+    def _op_cvt(self, decoded, dest, sources, signature):
+        dst, src = decoded.types[:2]
+        if decoded.has("pack") or decoded.has("relu") or decoded.has("satfinite") or decoded.has("ftz"):
+            raise Unsupported("cvt modifiers")
+        dt, st = TYPES[dst], TYPES[src]
+        ints = ("bits", "unsigned", "signed")
+        a = self.emitter.read(sources[0], src)
+        rnd = decoded.get("rnd") or decoded.get("irnd")
+        if dt.kind in ints and st.kind in ints:
+            if rnd is not None:
+                raise Unsupported("cvt rounding")
+            if not decoded.has("sat"):
+                return self._result(dest, dst, f"(({_int(dt.bits) if dt.kind == 'signed' else _uint(dt.bits)})({a}))")
+            low, high = _int_range(dst)
+            if st.kind == "signed":
+                low, high = max(low, -2 ** 63), min(high, 2 ** 63 - 1)
+                return (f"int64_t v = (int64_t)({a}); v = v < {low}ll ? {low}ll : v > {high}ll ? {high}ll : v; "
+                        + self._result(dest, dst, "v"))
+            return (f"uint64_t v = (uint64_t)({a}); v = v > {min(high, 2 ** 64 - 1)}ull ? "
+                    f"{min(high, 2 ** 64 - 1)}ull : v; " + self._result(dest, dst, "v"))
+        if decoded.has("sat"):
+            raise Unsupported("cvt.sat with floats")
+        if st.kind in ints and dst in ("f32", "f64"):
+            if rnd not in (None, "rn"):
+                raise Unsupported("cvt rounding")
+            ctype = "float" if dst == "f32" else "double"
+            return self._result(dest, dst, f"({ctype})({a})")
+        if src in ("f32", "f64") and dt.kind in ("unsigned", "signed") and dt.bits >= 16:
+            rounding = {"rzi": "trunc", "rni": "nearbyint", "rmi": "floor", "rpi": "ceil"}.get(rnd)
+            if rounding is None:
+                raise Unsupported("cvt rounding")
+            low, high = _int_range(dst)
+            if src == "f64" or dst in ("s64", "u64"):
+                nan = (1 << (dt.bits - 1)) if dt.kind == "unsigned" else low
+            else:
+                nan = 0
+            wide = "int64_t" if dt.kind == "signed" else "uint64_t"
+            return (f"double x = {rounding}((double)({a})); {wide} v; "
+                    f"if (x != x) v = ({wide}){_c_int(nan)}; else if (x < {float(low)!r}) v = ({wide}){_c_int(low)}; "
+                    f"else if (x >= {float(high) + 1.0!r}) v = ({wide}){_c_int(high)}; else v = ({wide})x; "
+                    + self._result(dest, dst, "v"))
+        if src == "f32" and dst == "f64" and rnd is None:
+            return self._result(dest, dst, f"(double)({a})")
+        raise Unsupported("cvt form")
+
+
 class Emitter:
-    """C text of one instruction (guard included) inside a unit's function."""
+    """C text of one instruction (guard included) inside a unit's function: operands and dispatch here, memory
+    instructions in its MemoryEmitter, ALU instructions in its AluEmitter."""
 
     def __init__(self, program: ir.Program, uniform, plan: UnitPlan, specials: Dict[str, int],
                  scalar_slots: Dict[str, int], statics: List):
@@ -242,9 +777,11 @@ class Emitter:
         self.statics = statics
         self.reads: set = set()
         self.writes: set = set()
+        self.memory = MemoryEmitter(self)
+        self.alu = AluEmitter(self)
 
     # ---- operands ----
-    def _register(self, reg: ir.RegInfo, written: bool = False) -> str:
+    def register(self, reg: ir.RegInfo, written: bool = False) -> str:
         self.plan.registers[reg.index] = reg.storage
         (self.writes if written else self.reads).add(reg.index)
         return f"r{reg.index}"
@@ -254,7 +791,7 @@ class Emitter:
         t = TYPES[type_name]
         bits = _bits_of(type_name)
         if isinstance(ref, ir.RegRef):
-            name = self._register(ref.reg)
+            name = self.register(ref.reg)
             storage = ref.reg.storage
             value = f"{name}[t]"
             if t.kind == "pred":
@@ -332,7 +869,7 @@ class Emitter:
         if ref.reg.index in self.uniform:
             raise Unsupported("a launch-uniform register's write")
         t = TYPES[type_name]
-        name = self._register(ref.reg, written=True)
+        name = self.register(ref.reg, written=True)
         storage = ref.reg.storage
         if storage == np.bool_:
             return f"{name}[t] = (({raw}) != 0);"
@@ -352,7 +889,7 @@ class Emitter:
         if instr.guard is None:
             return ""
         reg, negated = instr.guard
-        name = self._register(reg)
+        name = self.register(reg)
         return f"if ({'' if negated else '!'}{name}[t]) continue;"
 
     def instruction(self, instr: ir.Instr) -> Tuple[str, str]:
@@ -364,19 +901,19 @@ class Emitter:
         self.reads, self.writes = set(), set()
         op_class = instr.op_class
         if op_class == "st":
-            return "store", self._store(instr)
+            return "store", self.memory.store(instr)
         if op_class in ("atom", "red"):
-            return "store", self._atomic(instr)
+            return "store", self.memory.atomic(instr)
         if op_class == "ld":
-            body = self._load(instr)
+            body = self.memory.load(instr)
         elif op_class == "nop":
             return "lane", ""
         elif op_class == "cvta":
-            body = self._cvta(instr)
+            body = self.memory.cvta(instr)
         elif op_class == "mov":
             body = self._mov(instr)
         elif op_class == "alu":
-            body = self._alu(instr)
+            body = self.alu.instruction(instr)
         else:
             raise Unsupported(op_class)
         return "lane", f"{self.guard(instr)} {{ {body} }}"
@@ -389,520 +926,6 @@ class Emitter:
         if TYPES[type_name].kind == "packed":
             raise Unsupported("packed mov")
         return self.write_bits(dest, type_name, self.read_bits(source, type_name))
-
-    def _cvta(self, instr: ir.Instr) -> str:
-        decoded = instr.decoded
-        space = decoded.get("space")
-        dest, source = instr.operands
-        type_name = decoded.type
-        bits = TYPES[type_name].bits
-        source_type = "u64" if isinstance(source, ir.SymRef) else type_name
-        value = self.read_bits(source, source_type)
-        if source_type != type_name:
-            value = f"(({_uint(bits)}){value})"
-        window = {"shared": str(SHARED_WINDOW) + "ull", "local": str(LOCAL_WINDOW) + "ull",
-                  "const": "ctx->const_base", "param": "ctx->param_base"}.get(space)
-        if window is None:
-            return self.write_bits(dest, type_name, value)
-        sign = "-" if decoded.has("cvtadir") else "+"
-        return self.write_bits(dest, type_name, f"({_uint(bits)})((uint64_t){value} {sign} {window})")
-
-    def _access(self, instr: ir.Instr, load: bool):
-        decoded = instr.decoded
-        if decoded.family.mnemonic not in ("ld", "st"):
-            raise Unsupported("ldu")
-        t = TYPES[decoded.type]
-        if t.kind == "packed":
-            raise Unsupported("packed")
-        count = vector_count(decoded)
-        width = t.bytes * count
-        if width > 16:
-            raise Unsupported("wide access")
-        data = instr.operands[0 if load else 1]
-        registers = data.items if isinstance(data, ir.VecRef) else (data,)
-        if len(registers) != count:
-            raise Unsupported("operand count")
-        address = instr.operands[1 if load else 0]
-        if not isinstance(address, ir.AddrRef):
-            raise Unsupported("address")
-        space_code, address_expr = self._address(address, decoded.get("space", "generic"))
-        self.plan.has_memory = True
-        return t, width, registers, space_code, address_expr
-
-    def _load(self, instr: ir.Instr) -> str:
-        t, width, registers, space_code, address_expr = self._access(instr, load=True)
-        size = t.bytes
-        element = _uint(size * 8)
-        writes = [f"{{ {element} e; memcpy(&e, p + {index * size}, {size}); {self.write_bits(ref, t.name, 'e')} }}"
-                  for index, ref in enumerate(registers)]
-        return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit); "
-                f"if (!p) goto ROLLBACK; {' '.join(writes)}")
-
-    def _store(self, instr: ir.Instr) -> str:
-        t, width, registers, space_code, address_expr = self._access(instr, load=False)
-        guard = self.guard(instr)
-        size = t.bytes
-        element = _uint(size * 8)
-        pc = instr.pc
-        gather = f"ctx->addresses[m] = {address_expr}; ctx->threads[m] = t;"
-        resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit)"
-        packs = [f"{{ {element} e = {self.read_bits(ref, t.name)}; memcpy(p + {index * size}, &e, {size}); }}"
-                 for index, ref in enumerate(registers)]
-        check = f"int fast = 1; LANES({guard} if (!{resolve}) {{ fast = 0; break; }})"
-        direct = f"LANES({guard} {{ uint8_t *p = {resolve}; {' '.join(packs)} }})"
-        general = (f"int64_t m = 0; gx_fault f; LANES({guard} {gather} "
-                   f"{{ uint8_t *p = ctx->data + (uint64_t)m * {width}; {' '.join(packs)} }} m++;)\n"
-                   f"  if (m && ((gx_store_fn)ctx->store)(ctx->memory, {space_code}, ctx->addresses, ctx->threads, "
-                   f"m, {width}, ctx->data, (uint64_t)m * {width}, &f) != 0) return {pc};")
-        return f"{{ {check}\n  if (fast) {{ {direct} }} else {{ {general} }} }}"
-
-    def _atomic(self, instr: ir.Instr) -> str:
-        """atom/red through the memory core's gm_atomic (every lane checked before any changes, lanes in order), the
-        old values then written to the destination."""
-        decoded = instr.decoded
-        type_name = decoded.type
-        op = decoded.get("atomop") or decoded.get("redop")
-        if vector_count(decoded) > 1 or type_name not in ATOMIC_TYPES or op not in ATOMIC_OPS:
-            raise Unsupported("atomic form")
-        operands = instr.operands
-        has_dest = decoded.family.op_class == "atom"
-        dest, address, rest = (operands[0], operands[1], operands[2:]) if has_dest else (None, operands[0], operands[1:])
-        if len(rest) != (2 if op == "cas" else 1) or not isinstance(address, ir.AddrRef):
-            raise Unsupported("atomic operands")
-        space_code, address_expr = self._address(address, decoded.get("space", "generic"))
-        self.plan.has_memory = True
-        width = TYPES[type_name].bytes
-        element = _uint(width * 8)
-        guard = self.guard(instr)
-        packs = [f"{{ {element} e = {self.read_bits(ref, type_name)}; "
-                 f"memcpy(ctx->data + {index} * (uint64_t)n * 8 + (uint64_t)m * {width}, &e, {width}); }}"
-                 for index, ref in enumerate(rest)]
-        write = self.write_bits(dest, type_name, "e") if dest is not None else ""
-        old = "ctx->data + (uint64_t)n * 16"
-        lines = [f"int64_t m = 0; gx_fault f; LANES({guard} ctx->addresses[m] = {address_expr}; ctx->threads[m] = t; "
-                 f"{' '.join(packs)} m++;)",
-                 f"  if (m && ((gx_atomic_fn)ctx->atomic)(ctx->memory, {space_code}, {ATOMIC_OPS[op]}, "
-                 f"{ATOMIC_TYPES[type_name]}, ctx->addresses, ctx->threads, m, ctx->data, ctx->data + (uint64_t)n * 8, "
-                 f"(uint64_t)m * {width}, {old}, (uint64_t)m * {width}, &f) != 0) return {instr.pc};"]
-        if write:
-            lines.append(f"  m = 0; LANES({guard} {{ {element} e; memcpy(&e, {old} + (uint64_t)m * {width}, {width}); "
-                         f"{write} }} m++;)")
-        general = "\n".join(lines)
-        if type_name not in ("b32", "u32", "s32", "b64", "u64", "s64"):
-            return f"{{ {general} }}"
-        resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit)"
-        values = [f"{element} v{index} = {self.read_bits(ref, type_name)};" for index, ref in enumerate(rest)]
-        second = "v1" if op == "cas" else "0"
-        apply = (f"{{ uint8_t *p = {resolve}; {element} old; memcpy(&old, p, {width}); {' '.join(values)} "
-                 f"{element} e = ({element})gx_atomic_int({ATOMIC_OPS[op]}, {int(type_name[0] == 's')}, old, v0, "
-                 f"{second}, {(1 << (8 * width)) - 1}ull); memcpy(p, &e, {width}); e = old; {write} }}")
-        return (f"{{ int fast = 1; LANES({guard} if (!{resolve}) {{ fast = 0; break; }})\n"
-                f"  if (fast) {{ LANES({guard} {apply}) }} else {{ {general} }} }}")
-
-    def _address(self, ref: ir.AddrRef, space: str) -> Tuple[int, str]:
-        """(memory core space code, C expression of the lane's uint64 address) as AddressPlan resolves them."""
-        offset = ref.offset & ADDRESS_MASK
-        if ref.symbol is not None or ref.base is None:
-            resolved = _static_space(ref.symbol.space if ref.symbol is not None else None, space)
-            slot = len(self.statics)
-            self.statics.append((ref.symbol, space, ref.offset))
-            return SPACE_CODES[resolved], f"ctx->statics[{slot}]"
-        base = f"((uint64_t){self._register(ref.base.reg)}[t] + {offset}ull)"
-        if space == "const":
-            return SPACE_CODES["global"], f"({base} + ctx->const_base)"
-        if space == "param":
-            raise Unsupported("register-addressed .param")
-        if space not in SPACE_CODES:
-            raise Unsupported(f"space {space}")
-        return SPACE_CODES[space], base
-
-    # ---- ALU ----
-    def _alu(self, instr: ir.Instr) -> str:
-        decoded = instr.decoded
-        family = decoded.family
-        if family.carry_in or (family.carry_out and decoded.has("cc")):
-            raise Unsupported("carry")
-        mnemonic = family.mnemonic
-        signature = decoded.signature
-        dest, sources = instr.operands[0], instr.operands[1:]
-        if len(sources) != len(signature.sources):
-            raise Unsupported("optional operands")
-        if mnemonic == "setp":
-            return self._setp(instr)
-        builder = getattr(self, f"_op_{mnemonic}", None)
-        if builder is None:
-            raise Unsupported(mnemonic)
-        if isinstance(dest, ir.PredPairRef):
-            raise Unsupported("predicate pair")
-        return builder(decoded, dest, sources, signature)
-
-    def _result(self, dest, type_name: str, value: str) -> str:
-        """Store a value of type_name's computing type (see read) into dest."""
-        t = TYPES[type_name]
-        if type_name == "f32":
-            raw = f"gx_b32({value})"
-        elif type_name == "f64":
-            raw = f"gx_b64({value})"
-        elif t.kind == "pred":
-            raw = f"(({value}) != 0)"
-        else:
-            raw = f"(({_uint(t.bits)})({value}))"
-        return self.write_bits(dest, type_name, raw)
-
-    def _float_plain(self, decoded) -> bool:
-        """Round to nearest, no .ftz, .sat, .relu: what C's IEEE arithmetic computes exactly."""
-        return (decoded.get("rnd", "rn") == "rn" and not decoded.has("ftz") and not decoded.has("sat")
-                and not decoded.has("relu") and not decoded.get("approx"))
-
-    def _integer(self, type_name: str) -> bool:
-        return TYPES[type_name].kind in ("bits", "unsigned", "signed") and TYPES[type_name].bits >= 16
-
-    def _binary_float(self, decoded, dest, sources, op: str) -> str:
-        ty = decoded.type
-        a, b = sources
-        if (ty == "f32" and op in "+-*" and decoded.has("ftz") and decoded.get("rnd", "rn") == "rn"
-                and not decoded.has("sat")):
-            return (f"float x = gx_f32(gx_ftz32({self.read_bits(a, ty)})), y = gx_f32(gx_ftz32({self.read_bits(b, ty)})); "
-                    + self.write_bits(dest, ty, f"gx_ftz_result(x {op} y, (double)x {op} (double)y)"))
-        if not self._float_plain(decoded):
-            raise Unsupported("float modifiers")
-        if ty == "f32":
-            return self.write_bits(dest, ty, f"gx_r32({self.read(a, ty)} {op} {self.read(b, ty)})")
-        if ty == "f64":
-            nan_order = "xa, xb" if op == "/" else "xb, xa"
-            return (f"uint64_t xa = {self.read_bits(a, ty)}, xb = {self.read_bits(b, ty)}; "
-                    + self.write_bits(dest, ty, f"gx_r64_2(gx_f64(xa) {op} gx_f64(xb), {nan_order})"))
-        raise Unsupported(f"float type {ty}")
-
-    def _op_add(self, decoded, dest, sources, signature):
-        return self._additive(decoded, dest, sources, "+")
-
-    def _op_sub(self, decoded, dest, sources, signature):
-        return self._additive(decoded, dest, sources, "-")
-
-    def _additive(self, decoded, dest, sources, op):
-        ty = decoded.type
-        if ty in ("f32", "f64"):
-            return self._binary_float(decoded, dest, sources, op)
-        if not self._integer(ty) or decoded.has("sat") or decoded.has("cc"):
-            raise Unsupported("add form")
-        bits = TYPES[ty].bits
-        a, b = (self.read_bits(s, ty) for s in sources)
-        wide = _uint(max(bits, 32))
-        return self.write_bits(dest, ty, f"(({_uint(bits)})(({wide}){a} {op} ({wide}){b}))")
-
-    def _op_mul(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        if ty in ("f32", "f64"):
-            return self._binary_float(decoded, dest, sources, "*")
-        if not self._integer(ty):
-            raise Unsupported("mul form")
-        product = self._product(decoded, sources)
-        return self.write_bits(dest, signature.dest, product)
-
-    def _product(self, decoded, sources) -> str:
-        """Raw bits of the integer product mul.{lo,hi,wide} computes."""
-        ty = decoded.type
-        t = TYPES[ty]
-        bits = t.bits
-        mode = decoded.get("mulmode", "lo")
-        a, b = (self.read_bits(s, ty) for s in sources[:2])
-        if mode == "lo":
-            wide = _uint(max(bits, 32))
-            return f"({_uint(bits)})(({wide}){a} * ({wide}){b})"
-        signed = t.kind == "signed"
-        if mode == "wide":
-            if bits not in (16, 32):
-                raise Unsupported("mul.wide width")
-            wbits = bits * 2
-            cast = _int(wbits) if signed else _uint(wbits)
-            narrow = _int(bits) if signed else _uint(bits)
-            return f"({_uint(wbits)})(({cast})({narrow}){a} * ({cast})({narrow}){b})"
-        if bits == 64:
-            cast = "__int128" if signed else "unsigned __int128"
-            narrow = "int64_t" if signed else "uint64_t"
-            return f"(uint64_t)(((({cast})({narrow}){a}) * (({cast})({narrow}){b})) >> 64)"
-        wbits = bits * 2
-        cast = _int(wbits) if signed else _uint(wbits)
-        narrow = _int(bits) if signed else _uint(bits)
-        return f"({_uint(bits)})((({_uint(wbits)})(({cast})({narrow}){a} * ({cast})({narrow}){b})) >> {bits})"
-
-    def _op_mad(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        if ty in ("f32", "f64"):
-            return self._op_fma(decoded, dest, sources, signature)
-        if not self._integer(ty) or decoded.has("sat") or decoded.has("cc"):
-            raise Unsupported("mad form")
-        out = signature.dest
-        obits = TYPES[out].bits
-        product = self._product(decoded, sources)
-        c = self.read_bits(sources[2], signature.sources[2])
-        wide = _uint(max(obits, 32))
-        return self.write_bits(dest, out, f"({_uint(obits)})(({wide}){product} + ({wide}){c})")
-
-    def _op_fma(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        if not self._float_plain(decoded):
-            raise Unsupported("fma modifiers")
-        a, b, c = sources
-        if ty == "f32":
-            return self.write_bits(dest, ty, f"gx_r32(fmaf({self.read(a, ty)}, {self.read(b, ty)}, "
-                                             f"{self.read(c, ty)}))")
-        if ty == "f64":
-            return (f"uint64_t xa = {self.read_bits(a, ty)}, xb = {self.read_bits(b, ty)}, "
-                    f"xc = {self.read_bits(c, ty)}; "
-                    + self.write_bits(dest, ty, "gx_r64_3(fma(gx_f64(xa), gx_f64(xb), gx_f64(xc)), xb, xc, xa)"))
-        raise Unsupported("fma type")
-
-    def _op_div(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        if ty in ("f32", "f64"):
-            if decoded.get("approx") or decoded.get("rnd") != "rn":
-                raise Unsupported("div mode")
-            return self._binary_float(decoded, dest, sources, "/")
-        return self._division(decoded, dest, sources, quotient=True)
-
-    def _op_rem(self, decoded, dest, sources, signature):
-        return self._division(decoded, dest, sources, quotient=False)
-
-    def _division(self, decoded, dest, sources, quotient: bool) -> str:
-        ty = decoded.type
-        if not self._integer(ty):
-            raise Unsupported("division type")
-        t = TYPES[ty]
-        bits = t.bits
-        u = _uint(bits)
-        a, b = (self.read_bits(s, ty) for s in sources)
-        lines = [f"{u} ua = {a}, ub = {b}, q, r;"]
-        if t.kind == "signed":
-            lines.append(f"int an = ({_int(bits)})ua < 0, bn = ({_int(bits)})ub < 0;")
-            lines.append(f"if (an) ua = ({u})(0 - ua); if (bn) ub = ({u})(0 - ub);")
-        lines.append(f"if (ub == 0) {{ q = ({u})~({u})0; r = q; }} else {{ q = ua / ub; r = ua % ub;")
-        if t.kind == "signed":
-            lines.append(f"if (an ^ bn) q = ({u})(0 - q); if (an) r = ({u})(0 - r);")
-        lines.append("}")
-        lines.append(self.write_bits(dest, ty, "q" if quotient else "r"))
-        return " ".join(lines)
-
-    def _bitwise(self, decoded, dest, sources, op):
-        ty = decoded.type
-        a, b = (self.read_bits(s, ty) for s in sources)
-        if TYPES[ty].kind == "pred":
-            return self.write_bits(dest, ty, f"(({a}) {op} ({b}))")
-        return self.write_bits(dest, ty, f"({_uint(TYPES[ty].bits)})({a} {op} {b})")
-
-    def _op_and(self, decoded, dest, sources, signature):
-        return self._bitwise(decoded, dest, sources, "&")
-
-    def _op_or(self, decoded, dest, sources, signature):
-        return self._bitwise(decoded, dest, sources, "|")
-
-    def _op_xor(self, decoded, dest, sources, signature):
-        return self._bitwise(decoded, dest, sources, "^")
-
-    def _op_not(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        a = self.read_bits(sources[0], ty)
-        if TYPES[ty].kind == "pred":
-            return self.write_bits(dest, ty, f"(!{a})")
-        return self.write_bits(dest, ty, f"({_uint(TYPES[ty].bits)})~{a}")
-
-    def _op_cnot(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        return self.write_bits(dest, ty, f"({_uint(TYPES[ty].bits)})({self.read_bits(sources[0], ty)} == 0)")
-
-    def _op_shl(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        bits = TYPES[ty].bits
-        a = self.read_bits(sources[0], ty)
-        amount = self.read_bits(sources[1], "u32")
-        wide = _uint(max(bits, 32))
-        return (f"uint32_t k = {amount}; "
-                + self.write_bits(dest, ty, f"(k >= {bits} ? ({_uint(bits)})0 : ({_uint(bits)})(({wide}){a} << k))"))
-
-    def _op_shr(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        t = TYPES[ty]
-        bits = t.bits
-        a = self.read_bits(sources[0], ty)
-        amount = self.read_bits(sources[1], "u32")
-        if t.kind == "signed":
-            value = f"({_uint(bits)})(({_int(bits)}){a} >> (k >= {bits} ? {bits - 1} : k))"
-        else:
-            value = f"(k >= {bits} ? ({_uint(bits)})0 : ({_uint(bits)})({a} >> k))"
-        return f"uint32_t k = {amount}; " + self.write_bits(dest, ty, value)
-
-    def _minmax(self, decoded, dest, sources, larger: bool):
-        ty = decoded.type
-        if ty in ("f32", "f64"):
-            if decoded.has("nan") or decoded.has("absmod") or decoded.has("xorsign") or (decoded.has("ftz")
-                                                                                       and ty != "f32"):
-                raise Unsupported("min/max modifiers")
-            a, b = (self.read_bits(s, ty) for s in sources)
-            if decoded.has("ftz"):
-                a, b = f"gx_ftz32({a})", f"gx_ftz32({b})"
-            return self.write_bits(dest, ty, f"gx_minmax{TYPES[ty].bits}({a}, {b}, {int(larger)})")
-        if not self._integer(ty) or decoded.has("relu"):
-            raise Unsupported("min/max form")
-        a, b = (self.read(s, ty) for s in sources)
-        op = ">" if larger else "<"
-        return f"{{ __typeof__({a}) x = {a}, y = {b}; {self._result(dest, ty, f'(x {op} y ? x : y)')} }}"
-
-    def _op_min(self, decoded, dest, sources, signature):
-        return self._minmax(decoded, dest, sources, larger=False)
-
-    def _op_max(self, decoded, dest, sources, signature):
-        return self._minmax(decoded, dest, sources, larger=True)
-
-    def _sign_op(self, decoded, dest, sources, negate: bool):
-        ty = decoded.type
-        t = TYPES[ty]
-        if ty in ("f32", "f64"):
-            if decoded.has("ftz"):
-                raise Unsupported("ftz")
-            bits = t.bits
-            u = _uint(bits)
-            sign = f"(({u})1 << {bits - 1})"
-            nan = "0x7fffffffu" if bits == 32 else "(x | 0x0008000000000000ull)"
-            result = f"(x ^ {sign})" if negate else f"(x & ~{sign})"
-            return (f"{u} x = {self.read_bits(sources[0], ty)}; "
-                    + self.write_bits(dest, ty, f"(gx_nan{bits}(x) ? ({u}){nan} : ({u}){result})"))
-        if t.kind != "signed":
-            raise Unsupported("sign op type")
-        u = _uint(t.bits)
-        a = self.read_bits(sources[0], ty)
-        if negate:
-            return self.write_bits(dest, ty, f"({u})(0 - {a})")
-        return f"{u} x = {a}; " + self.write_bits(dest, ty, f"(({_int(t.bits)})x < 0 ? ({u})(0 - x) : x)")
-
-    def _op_neg(self, decoded, dest, sources, signature):
-        return self._sign_op(decoded, dest, sources, negate=True)
-
-    def _op_abs(self, decoded, dest, sources, signature):
-        return self._sign_op(decoded, dest, sources, negate=False)
-
-    def _op_selp(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        if TYPES[ty].kind == "packed":
-            raise Unsupported("packed selp")
-        a, b = (self.read_bits(s, ty) for s in sources[:2])
-        c = self.read_bits(sources[2], "pred")
-        return self.write_bits(dest, ty, f"({c} ? {a} : {b})")
-
-    def _op_popc(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        a = self.read_bits(sources[0], ty)
-        builtin = "__builtin_popcountll" if TYPES[ty].bits == 64 else "__builtin_popcount"
-        return self.write_bits(dest, "u32", f"(uint32_t){builtin}({a})")
-
-    def _op_clz(self, decoded, dest, sources, signature):
-        ty = decoded.type
-        bits = TYPES[ty].bits
-        builtin = "__builtin_clzll" if bits == 64 else "__builtin_clz"
-        return (f"{_uint(bits)} x = {self.read_bits(sources[0], ty)}; "
-                + self.write_bits(dest, "u32", f"(x == 0 ? {bits}u : (uint32_t){builtin}(x))"))
-
-    def _compare(self, decoded, a_ref, b_ref) -> str:
-        """C expression of setp's bare comparison t (0/1)."""
-        ty = decoded.type
-        t = TYPES[ty]
-        cmp = decoded.get("cmp")
-        ops = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-        if ty in ("f32", "f64"):
-            if decoded.has("ftz") and ty != "f32":
-                raise Unsupported("ftz compare")
-            if decoded.has("ftz"):
-                a, b = (f"gx_f32(gx_ftz32({self.read_bits(ref, ty)}))" for ref in (a_ref, b_ref))
-            else:
-                a, b = self.read(a_ref, ty), self.read(b_ref, ty)
-            unordered = "(x != x || y != y)"
-            if cmp == "num":
-                expr = f"!{unordered}"
-            elif cmp == "nan":
-                expr = unordered
-            elif cmp in ops:
-                expr = f"(!{unordered} && (x {ops[cmp]} y))"
-            elif cmp.endswith("u") and cmp[:-1] in ops:
-                expr = f"({unordered} || (x {ops[cmp[:-1]]} y))"
-            else:
-                raise Unsupported("comparison")
-            ctype = "float" if ty == "f32" else "double"
-            return f"({{ {ctype} x = {a}, y = {b}; {expr}; }})"
-        if not (t.kind in ("bits", "unsigned", "signed")) or t.bits < 16:
-            raise Unsupported("comparison type")
-        unsigned_ops = {"lo": "<", "ls": "<=", "hi": ">", "hs": ">="}
-        if cmp in unsigned_ops:
-            a, b = self.read_bits(a_ref, ty), self.read_bits(b_ref, ty)
-            return f"({a} {unsigned_ops[cmp]} {b})"
-        if cmp not in ops:
-            raise Unsupported("comparison")
-        a, b = self.read(a_ref, ty), self.read(b_ref, ty)
-        return f"({a} {ops[cmp]} {b})"
-
-    def _setp(self, instr: ir.Instr) -> str:
-        decoded = instr.decoded
-        if TYPES[decoded.type].kind in ("half", "packed", "pred"):
-            raise Unsupported("setp type")
-        dest = instr.operands[0]
-        a_ref, b_ref = instr.operands[1], instr.operands[2]
-        op = decoded.get("boolop")
-        combine = {"and": "&", "or": "|", "xor": "^"}
-        lines = [f"int p = {self._compare(decoded, a_ref, b_ref)} != 0;", "int q = !p;"]
-        if op is not None:
-            c = self.read_bits(instr.operands[3], "pred")
-            lines.append(f"int c = {c}; p = p {combine[op]} c; q = q {combine[op]} c;")
-        if isinstance(dest, ir.PredPairRef):
-            lines.append(self.write_bits(dest.first, "pred", "p"))
-            if dest.second is not None:
-                lines.append(self.write_bits(dest.second, "pred", "q"))
-        else:
-            lines.append(self.write_bits(dest, "pred", "p"))
-        return " ".join(lines)
-
-    def _op_cvt(self, decoded, dest, sources, signature):
-        dst, src = decoded.types[:2]
-        if decoded.has("pack") or decoded.has("relu") or decoded.has("satfinite") or decoded.has("ftz"):
-            raise Unsupported("cvt modifiers")
-        dt, st = TYPES[dst], TYPES[src]
-        ints = ("bits", "unsigned", "signed")
-        a = self.read(sources[0], src)
-        rnd = decoded.get("rnd") or decoded.get("irnd")
-        if dt.kind in ints and st.kind in ints:
-            if rnd is not None:
-                raise Unsupported("cvt rounding")
-            if not decoded.has("sat"):
-                return self._result(dest, dst, f"(({_int(dt.bits) if dt.kind == 'signed' else _uint(dt.bits)})({a}))")
-            low, high = _int_range(dst)
-            if st.kind == "signed":
-                low, high = max(low, -2 ** 63), min(high, 2 ** 63 - 1)
-                return (f"int64_t v = (int64_t)({a}); v = v < {low}ll ? {low}ll : v > {high}ll ? {high}ll : v; "
-                        + self._result(dest, dst, "v"))
-            return (f"uint64_t v = (uint64_t)({a}); v = v > {min(high, 2 ** 64 - 1)}ull ? "
-                    f"{min(high, 2 ** 64 - 1)}ull : v; " + self._result(dest, dst, "v"))
-        if decoded.has("sat"):
-            raise Unsupported("cvt.sat with floats")
-        if st.kind in ints and dst in ("f32", "f64"):
-            if rnd not in (None, "rn"):
-                raise Unsupported("cvt rounding")
-            ctype = "float" if dst == "f32" else "double"
-            return self._result(dest, dst, f"({ctype})({a})")
-        if src in ("f32", "f64") and dt.kind in ("unsigned", "signed") and dt.bits >= 16:
-            rounding = {"rzi": "trunc", "rni": "nearbyint", "rmi": "floor", "rpi": "ceil"}.get(rnd)
-            if rounding is None:
-                raise Unsupported("cvt rounding")
-            low, high = _int_range(dst)
-            if src == "f64" or dst in ("s64", "u64"):
-                nan = (1 << (dt.bits - 1)) if dt.kind == "unsigned" else low
-            else:
-                nan = 0
-            wide = "int64_t" if dt.kind == "signed" else "uint64_t"
-            return (f"double x = {rounding}((double)({a})); {wide} v; "
-                    f"if (x != x) v = ({wide}){_c_int(nan)}; else if (x < {float(low)!r}) v = ({wide}){_c_int(low)}; "
-                    f"else if (x >= {float(high) + 1.0!r}) v = ({wide}){_c_int(high)}; else v = ({wide})x; "
-                    + self._result(dest, dst, "v"))
-        if src == "f32" and dst == "f64" and rnd is None:
-            return self._result(dest, dst, f"(double)({a})")
-        raise Unsupported("cvt form")
 
 
 def _c_int(value: int) -> str:
@@ -1201,7 +1224,7 @@ def generate(program: ir.Program, uniform) -> Generated:
         regions: List[List[_Compiled]] = []
         for item in compiled:
             if (item.kind == "store" or not regions or regions[-1][-1].kind == "store" or item.pc in targets
-                    or len(regions[-1]) >= REGION_LIMIT):
+                or len(regions[-1]) >= REGION_LIMIT):
                 regions.append([item])
             else:
                 regions[-1].append(item)
@@ -1247,7 +1270,7 @@ def _loops(program: ir.Program, units: List[UnitPlan]) -> Dict[int, Tuple[ir.Ins
             continue
         branch = program.instrs[branch_pc]
         if (branch.control != ir.BRANCH or branch.guard is None or branch.target is None
-                or not unit.start <= branch.target < branch_pc or branch.function != program.instrs[unit.start].function):
+            or not unit.start <= branch.target < branch_pc or branch.function != program.instrs[unit.start].function):
             continue
         loops[branch.target] = (branch, unit)
     return loops

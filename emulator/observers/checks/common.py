@@ -6,14 +6,28 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from isa.memory import generic_region
+
 from emulator import ir
-from emulator.base.errors import GpuemuError
+from emulator.base.errors import GpuemuError, UsageError
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from emulator.runtime.faults import ranges
 from emulator.runtime.names import plain_name
 
 CHECKS = ("race", "sync", "init", "mem")
 DEFAULT_MAX_ERRORS = 100
+
+
+def chosen_checks(text: str, source: str) -> List[str]:
+    """The checkers a comma-separated list names ("all": every one); an unknown name is a usage error naming source
+    (the flag or the environment variable the list came from)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if "all" in names:
+        return list(CHECKS)
+    unknown = [name for name in names if name not in CHECKS]
+    if unknown:
+        raise UsageError(f"{source}: unknown checker '{unknown[0]}' (choose from {', '.join(CHECKS)}, all)")
+    return names
 PREFIX = "========= "
 GLOBAL, SHARED, LOCAL = 0, 1, 2
 SPACE_NAMES = {GLOBAL: "global", SHARED: "shared", LOCAL: "local"}
@@ -133,14 +147,11 @@ def resolve(space: str, addresses: np.ndarray):
         return np.full(n, LOCAL, dtype=np.int8), addresses
     if space != "generic":
         return np.full(n, GLOBAL, dtype=np.int8), addresses
-    from_shared = addresses - np.uint64(SHARED_WINDOW)
-    from_local = addresses - np.uint64(LOCAL_WINDOW)
-    in_shared = from_shared < np.uint64(WINDOW_SIZE)
-    in_local = ~in_shared & (from_local < np.uint64(WINDOW_SIZE))
+    in_shared, in_local, within = generic_region(addresses, SHARED_WINDOW, LOCAL_WINDOW, WINDOW_SIZE)
     region = np.full(n, GLOBAL, dtype=np.int8)
     region[in_shared] = SHARED
     region[in_local] = LOCAL
-    return region, np.where(in_shared, from_shared, np.where(in_local, from_local, addresses))
+    return region, within
 
 
 def thread_array(batch, threads) -> np.ndarray:

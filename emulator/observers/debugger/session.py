@@ -41,6 +41,175 @@ def ptx_symbols(program: ir.Program) -> Dict[str, ir.SymbolInfo]:
     return table
 
 
+class StopPoints:
+    """Breakpoints and watchpoints: the pcs a location names, adding, finding by number and removing them (the lists
+    and the next number stay the session's, where the engine and the front ends read them)."""
+
+    def __init__(self, session):
+        self.session = session
+
+    def locate(self, spec: str) -> Tuple[Tuple[int, ...], str]:
+        """pcs of a location: PTX LINE, FILE:LINE (PTX or CUDA via .loc), label, function, *ADDRESS."""
+        session = self.session
+        program = session.program
+        if spec.startswith("*"):
+            address = int(session.value_of(spec[1:], session._lanes(None))[0])
+            pc = session.addresses.pc_at(address)
+            if pc is None:
+                raise DebugError(f"No instruction at address {address:#x} (instructions are "
+                                 f"{session.addresses.spacing} bytes apart, 0x0 to {session.addresses.last():#x}).")
+            return (pc,), spec
+        file_part, sep, line_part = spec.rpartition(":")
+        if sep and line_part.isdigit():
+            line = int(line_part)
+            if os.path.basename(file_part) in (session.ptx_name, os.path.basename(program.source_name)):
+                return self.ptx_line(line), spec
+            return self.cuda_line(file_part, line), spec
+        if spec.isdigit():
+            return self.ptx_line(int(spec)), spec
+        for name in (spec, f"${spec}" if not spec.startswith("$") else spec):
+            if name in program.labels:
+                return (program.labels[name],), spec
+        for function in program.functions.values():
+            if spec in (function.name, plain_name(function.name)):
+                return (function.entry_pc,), spec
+        raise DebugError(f'Function "{spec}" not defined (no such label, function or line).')
+
+    def ptx_line(self, line: int) -> Tuple[int, ...]:
+        for instr in self.session.program.instrs:
+            if instr.line >= line and not instr.text.startswith("ret; (end") and \
+                    self.session.addresses.starts_instruction(instr.pc):
+                return (instr.pc,)
+        raise DebugError(f'Line {line} is out of range for "{self.session.ptx_name}".')
+
+    def cuda_line(self, path: str, line: int) -> Tuple[int, ...]:
+        """First pcs of each run of instructions at a CUDA line: their own .loc line, or an inlined call's."""
+        name = os.path.basename(path)
+
+        def lines_of(instr):
+            return [place[1] for _, place in instr.source_frames()
+                    if place is not None and os.path.basename(place[0]) == name]
+
+        in_file = [line_number for instr in self.session.program.instrs for line_number in lines_of(instr)]
+        if not in_file:
+            raise DebugError(f'No source file named {path}.')
+        later = sorted({number for number in in_file if number >= line})
+        if not later:
+            raise DebugError(f'Line {line} is out of range for "{name}".')
+        target = later[0]
+        pcs = []
+        previous = False
+        for instr in self.session.program.instrs:
+            here = target in lines_of(instr)
+            if here and not previous:
+                pcs.append(instr.pc)
+            previous = here
+        return tuple(pcs)
+
+    def add_breakpoint(self, spec: str, pcs: Tuple[int, ...], temporary: bool, condition: Optional[str]) -> Breakpoint:
+        tree = parse_expression(condition) if condition else None
+        breakpoint = Breakpoint(self.session.next_number, spec, tuple(pcs), temporary=temporary,
+                                condition_text=condition, condition=tree)
+        self.session.next_number += 1
+        self.session.breakpoints.append(breakpoint)
+        self.rebuild()
+        return breakpoint
+
+    def numbered(self, text: str):
+        try:
+            number = int(text)
+        except ValueError:
+            raise DebugError(f'Args must be breakpoint numbers, not "{text}".') from None
+        for item in self.session.breakpoints + self.session.watchpoints:
+            if item.number == number:
+                return item
+        raise DebugError(f"No breakpoint number {number}.")
+
+    def selected(self, arg: str) -> List[object]:
+        if not arg:
+            return list(self.session.breakpoints) + list(self.session.watchpoints)
+        return [self.numbered(word) for word in arg.replace(",", " ").split()]
+
+    def remove(self, item) -> None:
+        if item in self.session.breakpoints:
+            self.session.breakpoints.remove(item)
+        if item in self.session.watchpoints:
+            self.session.watchpoints.remove(item)
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        table: Dict[int, List[Breakpoint]] = {}
+        for breakpoint in self.session.breakpoints:
+            if breakpoint.enabled:
+                for pc in breakpoint.pcs:
+                    table.setdefault(pc, []).append(breakpoint)
+        self.session.breakpoints_at = table
+
+    def watch_target(self, expression: str, space: str, length: Optional[int]) -> Tuple[str, int, int, str]:
+        """(space, address, length, PTX type) that a watchpoint on an expression covers: a C lvalue's own bytes
+        and type (watch s[3]; "" for hex), or the bytes at an address (type None: decided at the first hit)."""
+        session = self.session
+        lanes = session._lanes(None)
+        value = session.source_value(expression, lanes) if session.engine is not None and session.batch is not None \
+            else None
+        if isinstance(value, CValue) and value.addresses is None and space == "generic":
+            held = "has been optimized out" if value.optimized_out else "is held in a register, not in memory"
+            raise DebugError(f"Cannot watch '{expression}': at this pc it {held}, and gpuemu's watchpoints watch "
+                             f"memory (display {expression} and step instead).")
+        if isinstance(value, CValue) and value.addresses is not None and space == "generic":
+            where = value.space or "generic"
+            address = int(value.addresses[0])
+            if where == "generic":
+                where, address = resolve_generic(address)
+            return where, address, length or value.ctype.size, ptx_type(value.ctype)
+        address = int(session.value_of(expression, lanes)[0])
+        if space == "generic":
+            space, address = resolve_generic(address)
+        return space, address, length or 4, None
+
+    def examine_target(self, expression: str, lanes: np.ndarray) -> Tuple[str, int]:
+        """(space, address) where `x EXPR` starts: the space a C pointer points into or a C array lies in
+        (x/4f &s[0], x/4f s), a PTX symbol's own space (x/2f _ZZ3dotPfS_S_iE5cache), else a generic address."""
+        value = self.session.source_value(expression, lanes)
+        if isinstance(value, CValue) and not value.optimized_out:
+            if value.ctype.kind == "pointer":
+                return value.ctype.space or "generic", int(np.asarray(value.rvalue()).astype(np.uint64)[0])
+            if value.ctype.kind == "array" and value.addresses is not None:
+                return value.space or "generic", int(value.addresses[0])
+        symbol = self.session.ptx_symbols.get(expression.strip())
+        if symbol is not None and not isinstance(value, CValue) and symbol.space in ("shared", "global", "const",
+                                                                                     "local"):
+            return symbol.space, int(symbol.address)
+        return "generic", int(np.asarray(self.session.value_of(expression, lanes)[0]).astype(np.uint64))
+
+    def add_watch(self, space: str, address: int, length: int, label: Optional[str] = None) -> Watchpoint:
+        session = self.session
+        if space in ("const", "param"):
+            raise DebugError(f"Kernels cannot write @{space} memory: a watchpoint there would never trigger.")
+        cta = local = 0
+        where = f"@{space} {address:#x}"
+        if space in ("shared", "local"):
+            if session.engine is not None and session.batch is not None and session.focus_thread is not None:
+                batch = session.batch
+                cta = batch.cta_start + session.focus_thread // batch.tpc_pad
+                local = session.focus_thread % batch.tpc_pad
+            gx, gy, _ = session.grid
+            block = (cta % gx, (cta // gx) % gy, cta // (gx * gy))
+            if space == "shared":
+                where += f" of block {dims(block)}"
+            else:
+                bx, by, _ = session.block
+                where += f" of block {dims(block)} thread {dims((local % bx, (local // bx) % by, local // (bx * by)))}"
+        if length != 4 and label is None:
+            where += f" ({length} bytes)"
+        watch = Watchpoint(session.next_number, label or where, space, address, length, cta=cta, local=local)
+        if session.engine is not None and session.batch is not None:
+            session.engine.read_watch(watch)
+        session.next_number += 1
+        session.watchpoints.append(watch)
+        return watch
+
+
 class DebugSession:
     """One launch at a time under the debugger. `prepare()` gives (module, kernel, args, grid, block) afresh;
     `registers` builds the register table (the REPL passes its own, which tests replace)."""
@@ -71,6 +240,7 @@ class DebugSession:
         self.breakpoints_at: Dict[int, List[Breakpoint]] = {}
         self.watchpoints: List[Watchpoint] = []
         self.next_number = 1
+        self.stops = StopPoints(self)
         self.values: List[object] = []
         self.focus_thread: Optional[int] = None
         self.states = None
@@ -129,7 +299,7 @@ class DebugSession:
             elif self.focus_thread is None:
                 self.focus_thread = self._first_of(payload.sel)
             if payload.reason == "breakpoint" and payload.breakpoint.temporary:
-                self._remove(payload.breakpoint)
+                self.stops.remove(payload.breakpoint)
             return kind, payload, None
         engine, self.engine = self.engine, None
         return kind, payload, engine
@@ -301,166 +471,6 @@ class DebugSession:
         return f"{plain_name(function)}+{self.addresses.of(pc) - self.addresses.of(entry)}"
 
     # ---- locations ----
-    def _locate(self, spec: str) -> Tuple[Tuple[int, ...], str]:
-        """pcs of a location: PTX LINE, FILE:LINE (PTX or CUDA via .loc), label, function, *ADDRESS."""
-        program = self.program
-        if spec.startswith("*"):
-            address = int(self.value_of(spec[1:], self._lanes(None))[0])
-            pc = self.addresses.pc_at(address)
-            if pc is None:
-                raise DebugError(f"No instruction at address {address:#x} (instructions are "
-                                 f"{self.addresses.spacing} bytes apart, 0x0 to {self.addresses.last():#x}).")
-            return (pc,), spec
-        file_part, sep, line_part = spec.rpartition(":")
-        if sep and line_part.isdigit():
-            line = int(line_part)
-            if os.path.basename(file_part) in (self.ptx_name, os.path.basename(program.source_name)):
-                return self._ptx_line(line), spec
-            return self._cuda_line(file_part, line), spec
-        if spec.isdigit():
-            return self._ptx_line(int(spec)), spec
-        for name in (spec, f"${spec}" if not spec.startswith("$") else spec):
-            if name in program.labels:
-                return (program.labels[name],), spec
-        for function in program.functions.values():
-            if spec in (function.name, plain_name(function.name)):
-                return (function.entry_pc,), spec
-        raise DebugError(f'Function "{spec}" not defined (no such label, function or line).')
-
-    def _ptx_line(self, line: int) -> Tuple[int, ...]:
-        for instr in self.program.instrs:
-            if instr.line >= line and not instr.text.startswith("ret; (end") and \
-                    self.addresses.starts_instruction(instr.pc):
-                return (instr.pc,)
-        raise DebugError(f'Line {line} is out of range for "{self.ptx_name}".')
-
-    def _cuda_line(self, path: str, line: int) -> Tuple[int, ...]:
-        """First pcs of each run of instructions at a CUDA line: their own .loc line, or an inlined call's."""
-        name = os.path.basename(path)
-
-        def lines_of(instr):
-            return [place[1] for _, place in instr.source_frames()
-                    if place is not None and os.path.basename(place[0]) == name]
-
-        in_file = [line_number for instr in self.program.instrs for line_number in lines_of(instr)]
-        if not in_file:
-            raise DebugError(f'No source file named {path}.')
-        later = sorted({number for number in in_file if number >= line})
-        if not later:
-            raise DebugError(f'Line {line} is out of range for "{name}".')
-        target = later[0]
-        pcs = []
-        previous = False
-        for instr in self.program.instrs:
-            here = target in lines_of(instr)
-            if here and not previous:
-                pcs.append(instr.pc)
-            previous = here
-        return tuple(pcs)
-
-    # ---- breakpoints and watchpoints ----
-    def _add_breakpoint(self, spec: str, pcs: Tuple[int, ...], temporary: bool, condition: Optional[str]) -> Breakpoint:
-        tree = parse_expression(condition) if condition else None
-        breakpoint = Breakpoint(self.next_number, spec, tuple(pcs), temporary=temporary,
-                                condition_text=condition, condition=tree)
-        self.next_number += 1
-        self.breakpoints.append(breakpoint)
-        self._rebuild()
-        return breakpoint
-
-    def _numbered(self, text: str):
-        try:
-            number = int(text)
-        except ValueError:
-            raise DebugError(f'Args must be breakpoint numbers, not "{text}".') from None
-        for item in self.breakpoints + self.watchpoints:
-            if item.number == number:
-                return item
-        raise DebugError(f"No breakpoint number {number}.")
-
-    def _selected(self, arg: str) -> List[object]:
-        if not arg:
-            return list(self.breakpoints) + list(self.watchpoints)
-        return [self._numbered(word) for word in arg.replace(",", " ").split()]
-
-    def _remove(self, item) -> None:
-        if item in self.breakpoints:
-            self.breakpoints.remove(item)
-        if item in self.watchpoints:
-            self.watchpoints.remove(item)
-        self._rebuild()
-
-    def _rebuild(self) -> None:
-        table: Dict[int, List[Breakpoint]] = {}
-        for breakpoint in self.breakpoints:
-            if breakpoint.enabled:
-                for pc in breakpoint.pcs:
-                    table.setdefault(pc, []).append(breakpoint)
-        self.breakpoints_at = table
-
-    def watch_target(self, expression: str, space: str, length: Optional[int]) -> Tuple[str, int, int, str]:
-        """(space, address, length, PTX type) that a watchpoint on an expression covers: a C lvalue's own bytes
-        and type (watch s[3]; "" for hex), or the bytes at an address (type None: decided at the first hit)."""
-        lanes = self._lanes(None)
-        value = self.source_value(expression, lanes) if self.engine is not None and self.batch is not None \
-            else None
-        if isinstance(value, CValue) and value.addresses is None and space == "generic":
-            held = "has been optimized out" if value.optimized_out else "is held in a register, not in memory"
-            raise DebugError(f"Cannot watch '{expression}': at this pc it {held}, and gpuemu's watchpoints watch "
-                             f"memory (display {expression} and step instead).")
-        if isinstance(value, CValue) and value.addresses is not None and space == "generic":
-            where = value.space or "generic"
-            address = int(value.addresses[0])
-            if where == "generic":
-                where, address = resolve_generic(address)
-            return where, address, length or value.ctype.size, ptx_type(value.ctype)
-        address = int(self.value_of(expression, lanes)[0])
-        if space == "generic":
-            space, address = resolve_generic(address)
-        return space, address, length or 4, None
-
-    def examine_target(self, expression: str, lanes: np.ndarray) -> Tuple[str, int]:
-        """(space, address) where `x EXPR` starts: the space a C pointer points into or a C array lies in
-        (x/4f &s[0], x/4f s), a PTX symbol's own space (x/2f _ZZ3dotPfS_S_iE5cache), else a generic address."""
-        value = self.source_value(expression, lanes)
-        if isinstance(value, CValue) and not value.optimized_out:
-            if value.ctype.kind == "pointer":
-                return value.ctype.space or "generic", int(np.asarray(value.rvalue()).astype(np.uint64)[0])
-            if value.ctype.kind == "array" and value.addresses is not None:
-                return value.space or "generic", int(value.addresses[0])
-        symbol = self.ptx_symbols.get(expression.strip())
-        if symbol is not None and not isinstance(value, CValue) and symbol.space in ("shared", "global", "const",
-                                                                                     "local"):
-            return symbol.space, int(symbol.address)
-        return "generic", int(np.asarray(self.value_of(expression, lanes)[0]).astype(np.uint64))
-
-    def add_watch(self, space: str, address: int, length: int, label: Optional[str] = None) -> Watchpoint:
-        if space in ("const", "param"):
-            raise DebugError(f"Kernels cannot write @{space} memory: a watchpoint there would never trigger.")
-        cta = local = 0
-        where = f"@{space} {address:#x}"
-        if space in ("shared", "local"):
-            if self.engine is not None and self.batch is not None and self.focus_thread is not None:
-                batch = self.batch
-                cta = batch.cta_start + self.focus_thread // batch.tpc_pad
-                local = self.focus_thread % batch.tpc_pad
-            gx, gy, _ = self.grid
-            block = (cta % gx, (cta // gx) % gy, cta // (gx * gy))
-            if space == "shared":
-                where += f" of block {dims(block)}"
-            else:
-                bx, by, _ = self.block
-                where += f" of block {dims(block)} thread {dims((local % bx, (local // bx) % by, local // (bx * by)))}"
-        if length != 4 and label is None:
-            where += f" ({length} bytes)"
-        watch = Watchpoint(self.next_number, label or where, space, address, length, cta=cta, local=local)
-        if self.engine is not None and self.batch is not None:
-            self.engine.read_watch(watch)
-        self.next_number += 1
-        self.watchpoints.append(watch)
-        return watch
-
-
 def ptx_type(ctype) -> str:
     """The PTX type that shows a C scalar's bytes ("" for hex)."""
     if ctype.kind == "pointer":
