@@ -334,7 +334,8 @@ class DebugSession:
             frame = self.frames()[self.frame_number()]
             plan.inline_calls = () if frame.caller else self.inline_calls_at(pc)[:frame.inline_depth]
         elif by_line and mode in ("step", "next"):
-            plan.line_changed, plan.line_limit = self._line_change_test(pc, over_inlined=mode == "next"), LINE_STEP_LIMIT
+            plan.line_changed = self._line_change_test(pc, over_inlined=mode == "next")
+            plan.line_limit = LINE_STEP_LIMIT
         return plan
 
     def inline_calls_at(self, pc: int) -> tuple:
