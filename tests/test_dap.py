@@ -4,6 +4,7 @@ the protocol's JSON schema written here from the specification (message envelope
 extension's package.json against VS Code's debugger contribution points."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -281,6 +282,97 @@ def test_step_out_of_an_inlined_function_returns_to_the_callers_line(client):
     assert client.event("stopped")["body"]["reason"] == "step"
     frames = client.request("stackTrace", threadId=thread)["body"]["stackFrames"]
     assert frames[0]["name"].startswith("blocksum") and frames[0]["source"]["path"] == CU
+    assert [frame["line"] for frame in frames] == [25]     # `float sum = square(v);`, not a later line
+
+
+def frame_lines(client, thread):
+    return [(frame["name"].partition("<")[0], frame["line"])
+            for frame in client.request("stackTrace", threadId=thread)["body"]["stackFrames"]]
+
+
+def test_next_and_step_in_move_by_cuda_line_unless_the_granularity_is_instruction(client):
+    capabilities = client.request("initialize", adapterID="gpuemu", linesStartAt1=True)["body"]
+    assert capabilities["supportsSteppingGranularity"] and capabilities["supportsExceptionInfoRequest"]
+    response = client.request("launch", **BLOCKSUM_LAUNCH)
+    assert response["success"], response
+    client.event("initialized")
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 24, "condition": "%tid.x == 5"}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
+    client.request("next", threadId=thread, granularity="instruction")
+    assert client.event("stopped")["body"]["reason"] == "step"
+    assert frame_lines(client, thread) == [("blocksum", 24)]    # line 24 is several instructions
+    # blocksum.cu: 24 v = ..., 25 sum = square(v) (8 r = v * v, 9 return r), 26 p = ..., 27 sum += scaled(...) (14)
+    expected = [("next", [("blocksum", 25)]), ("stepIn", [("square", 8), ("blocksum", 25)]),
+                ("next", [("square", 9), ("blocksum", 25)]), ("next", [("blocksum", 25)]),
+                ("next", [("blocksum", 26)]), ("stepIn", [("blocksum", 27)]),
+                ("stepIn", [("scaled", 12), ("blocksum", 27)]), ("next", [("scaled", 14), ("blocksum", 27)]),
+                ("stepOut", [("blocksum", 27)])]
+    for request, lines in expected:
+        client.request(request, threadId=thread)
+        assert client.event("stopped")["body"]["reason"] == "step"
+        assert (request, frame_lines(client, thread)) == (request, lines)
+
+
+def test_next_over_an_inlined_call_does_not_stop_inside_it(client):
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 25}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
+    lines = []
+    for _ in range(3):
+        client.request("next", threadId=thread)
+        client.event("stopped")
+        lines.append(frame_lines(client, thread))
+    assert lines == [[("blocksum", 26)], [("blocksum", 27)], [("blocksum", 28)]]   # not into square (8, 9)
+
+
+def test_exception_info_names_the_users_line_then_the_inlined_call_in_a_G_build(client):
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 8}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    description = client.request("exceptionInfo", threadId=thread)["body"]["description"]
+    assert re.fullmatch(r"(.*/)?blocksum\.cu:25, inlined: square at (.*/)?blocksum\.cu:8", description), description
+
+
+def scope_values(client, frame_id):
+    scopes = client.request("scopes", frameId=frame_id)["body"]["scopes"]
+    return values(client, next(scope for scope in scopes if scope["name"] == "Locals")["variablesReference"])
+
+
+def test_scopes_and_evaluate_of_a_callers_frame_show_the_callers_variables(client):
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 14, "condition": "%tid.x == 5"}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    frames = client.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert [(frame["name"].partition("<")[0], frame["line"]) for frame in frames] == [("scaled", 14),
+                                                                                      ("blocksum", 27)]
+    callee, caller = scope_values(client, frames[0]["id"]), scope_values(client, frames[1]["id"])
+    assert set(callee) == {"p", "k"} and callee["k"]["value"] == "2"
+    v = np.float32(INPUT[5])
+    assert {"tx", "i", "v", "sum", "p"} <= set(caller) and "k" not in caller
+    assert float(caller["sum"]["value"]) == v * v and caller["tx"]["value"] == "5"
+    assert float(client.request("evaluate", expression="sum", frameId=frames[1]["id"])["body"]["result"]) == v * v
+    assert not client.request("evaluate", expression="sum", frameId=frames[0]["id"])["success"]
+    assert client.request("evaluate", expression="k", frameId=frames[0]["id"])["body"]["result"] == "2"
+
+
+def test_the_outer_frame_of_an_inlined_call_leaves_out_the_inlined_functions_variables(client):
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 9, "condition": "%tid.x == 5"}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    frames = client.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert [frame["line"] for frame in frames] == [9, 25]
+    inner, outer = scope_values(client, frames[0]["id"]), scope_values(client, frames[1]["id"])
+    v = np.float32(INPUT[5])
+    assert float(inner["r"]["value"]) == v * v and "r" not in outer and {"tx", "i", "v"} <= set(outer)
+    assert float(client.request("evaluate", expression="r", frameId=frames[0]["id"])["body"]["result"]) == v * v
+    assert not client.request("evaluate", expression="r", frameId=frames[1]["id"])["success"]
 
 
 def test_a_check_finding_stops_the_kernel_as_an_exception(client):

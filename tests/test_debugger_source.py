@@ -263,3 +263,61 @@ def test_x_on_a_function_scope_shared_array_by_its_ptx_name_in_a_build_without_d
     a, b = np.load(dot / "inputs" / "a.npy"), np.load(dot / "inputs" / "b.npy")
     assert [np.float32(text) for text in row.group(2).split("\t")] == [np.float32(a[0] * b[0]),
                                                                        np.float32(a[1] * b[1])]
+
+
+def test_finish_from_an_inlined_function_returns_to_the_callers_line(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:8\nrun\ndelete\nfinish\nbt\n", monkeypatch)
+    assert status == 0, out
+    after = out.split("(gpuemu) finish\n")[1]
+    assert after.startswith("Run till exit from #0  square () at blocksum.G.ptx:")
+    assert "\nblocksum.cu:25   float sum = square(v);\n" in after
+    frames = after.split("(gpuemu) bt\n")[1].splitlines()
+    assert len(frames) == 1 and frames[0].startswith("#0  blocksum<<<") and frames[0].endswith("(blocksum.cu:25)")
+
+
+def test_info_line_in_a_G_build_names_the_users_line_then_the_inlined_call(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:8\nrun\ninfo line\n", monkeypatch)
+    assert status == 0, out
+    assert re.search(r'^Line \d+ of "blocksum.G.ptx" \(blocksum.cu:25, inlined: square at blocksum.cu:8\) is at',
+                     out, re.M), out
+
+
+def test_info_args_in_an_inlined_frame_lists_only_the_inlined_functions_arguments(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:8 if %tid.x == 5\nrun\ninfo args\nup\n"
+                        "info args\n", monkeypatch)
+    assert status == 0, out
+    inner, outer = out.split("(gpuemu) info args\n")[1:]
+    assert inner.split("(gpuemu)")[0].splitlines() == [f"v = {INPUT[5]:g}"]
+    assert [line.split(" = ")[0] for line in outer.split("(gpuemu)")[0].splitlines()] == ["in", "out", "pts", "n"]
+
+
+def test_up_and_down_select_the_frame_that_print_and_info_locals_use(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:14 if %tid.x == 5\nrun\nprint k\nprint sum\n"
+                        "up\nprint sum\nprint v\ninfo locals\ndown\nprint k\nup 5\nframe\n", monkeypatch)
+    assert status == 1, out                                        # the two commands that fail, as gdb's batch
+    assert printed(out, 1) == "2"
+    assert 'No symbol "sum" in current context.' in out          # scaled's frame has no `sum`
+    assert re.search(r"^#1  0x[0-9a-f]+ in blocksum<<<\(1,1,1\),\(64,1,1\)>>> \(\) at blocksum.G.ptx:\d+ "
+                     r"\(blocksum.cu:27\)\nblocksum.cu:27   sum \+= scaled\(p, 2.0f\);$", out, re.M), out
+    v = np.float32(INPUT[5])
+    assert float(printed(out, 2)) == v * v                         # sum = square(v) before the += of line 27
+    assert float(printed(out, 3)) == v
+    assert re.search(r"^sum = ", out, re.M) and not re.search(r"^k = ", out, re.M)
+    assert printed(out, 4) == "2"
+    assert "Initial frame selected; you cannot go up." in out
+    assert "(gpuemu) frame\n#0  scaled () at blocksum.G.ptx:" in out   # the failed `up 5` kept frame 0
+
+
+def test_profile_json_gives_the_users_line_as_source_and_the_chain_as_inlined(monkeypatch, tmp_path):
+    import json
+    from emulator.cli import main
+    monkeypatch.chdir(ROOT)
+    report = tmp_path / "profile.json"
+    assert main(["profile", "tests/debugbuild/blocksum.lineinfo.ptx", *LAUNCH[:-1], "--json", str(report)]) == 0
+    lines = json.loads(report.read_text())["lines"].values()
+    atomic = [entry for entry in lines if entry.get("global_atomic_requests")]
+    assert len(atomic) == 1 and atomic[0]["source"].endswith("blocksum.cu:35"), atomic
+    assert re.fullmatch(r"(.*/)?blocksum\.cu:35, inlined: atomicAdd at (.*/)?sm_20_atomic_functions\.hpp:84",
+                        atomic[0]["inlined"]), atomic[0]["inlined"]
+    own = [entry for entry in lines if entry.get("source", "").endswith("blocksum.cu:28")]
+    assert own and all("inlined" not in entry for entry in own)

@@ -1,5 +1,6 @@
 """The debugger's REPL: cuda-gdb's commands over the session core (emulator.observers.debugger), one launch at a
-time. The commands live in groups by theme, objects that hold the session: running.py, breaks.py, data.py, info.py."""
+time. The commands live in groups by theme, objects that hold the session: running.py, breaks.py, data.py, info.py,
+frames.py."""
 from __future__ import annotations
 
 import difflib
@@ -13,6 +14,7 @@ from emulator.base.text import printable
 from emulator.launching import prepare_launch
 from emulator.debug.breaks import BreakCommands
 from emulator.debug.data import DataCommands
+from emulator.debug.frames import FrameCommands
 from emulator.debug.info import InfoCommands
 from emulator.debug.running import RunCommands
 from emulator.observers.debugger.expr import DebugError
@@ -34,7 +36,7 @@ class Command:
 
 class Session(DebugSession):
     """One debugging session at the prompt: the core's state, what the prompt remembers, the command table; the
-    commands themselves live in four groups that hold this session (running, breaks, data, info)."""
+    commands themselves live in groups that hold this session (running, breaks, data, info, stack)."""
 
     def __init__(self, options, out, err):
         DebugSession.__init__(self, options, lambda: prepare_launch(options), Registers)
@@ -56,6 +58,7 @@ class Session(DebugSession):
         self.breaks = BreakCommands(self)
         self.data = DataCommands(self)
         self.info = InfoCommands(self)
+        self.stack = FrameCommands(self)
         self._define_commands()
 
     # ---- output ----
@@ -123,8 +126,12 @@ class Session(DebugSession):
             ("cuda", self.info.cmd_cuda,
              "Show or switch the focus: cuda block (1,0,0) thread (3,0,0), cuda warp 2 lane 5.",
              "cuda [kernel K] [block B] [thread T] [warp W] [lane L]", False),
-            ("backtrace", self.info.cmd_backtrace, "Show the focused thread's frames (through .func calls).",
+            ("backtrace", self.stack.cmd_backtrace, "Show the focused thread's frames (through .func calls).",
              "backtrace", True),
+            ("frame", self.stack.cmd_frame, "Select a frame of the focused thread for print, info and finish.",
+             "frame [N]", False),
+            ("up", self.stack.cmd_up, "Select the frame N calls out (the caller's).", "up [N]", False),
+            ("down", self.stack.cmd_down, "Select the frame N calls in.", "down [N]", False),
             ("kill", self.running.cmd_kill, "Stop the kernel being debugged.", "kill", False),
             ("echo", self.running.cmd_echo, "Print text (\\n for a newline).", "echo TEXT", False),
             ("help", self.cmd_help, "List the commands, or describe one.", "help [COMMAND]", False),

@@ -18,7 +18,7 @@ import numpy as np
 from emulator.base.errors import DeviceError, GpuemuError, UsageError
 from emulator.base.text import printable
 from emulator.launching import prepare_launch
-from emulator.debug.dap_values import References, scopes, source_of, threads, variable
+from emulator.debug.dap_values import FRAMES_PER_THREAD, References, scopes, stack_frames, threads, variable
 from emulator.frontend.cuda import arch_name, is_cuda_path
 from emulator.observers.checks import CHECKS
 from emulator.observers.debugger.control import Plan
@@ -26,8 +26,7 @@ from emulator.observers.debugger.cvalues import CValue
 from emulator.observers.debugger.expr import DebugError
 from emulator.observers.debugger.record import DEFAULT_HISTORY
 from emulator.observers.debugger.session import DebugSession
-from emulator.observers.debugger.symbols import exited
-from emulator.runtime.faults import source_text
+from emulator.observers.debugger.symbols import chain_source_text, exited
 
 FILTERS = [{"filter": "fault", "label": "Device faults", "default": True,
             "description": "Stop where a thread faults (illegal or misaligned address)."},
@@ -36,10 +35,10 @@ FILTERS = [{"filter": "fault", "label": "Device faults", "default": True,
 CAPABILITIES = {"supportsConfigurationDoneRequest": True, "supportsConditionalBreakpoints": True,
                 "supportsHitConditionalBreakpoints": True, "supportsEvaluateForHovers": True,
                 "supportsStepBack": True, "supportsDataBreakpoints": True, "supportsTerminateRequest": True,
-                "supportsSetVariable": False, "exceptionBreakpointFilters": FILTERS}
+                "supportsSetVariable": False, "supportsSteppingGranularity": True,
+                "supportsExceptionInfoRequest": True, "exceptionBreakpointFilters": FILTERS}
 _REASONS = {"breakpoint": "breakpoint", "watch": "data breakpoint", "fault": "exception", "check": "exception",
             "interrupt": "pause", "step": "step", "finish": "step", "focus-exited": "step", "history-start": "step"}
-
 
 #: the longest header line and message body taken; past them the stream is not a DAP client's
 _HEADER_LIMIT = 64 * 1024
@@ -498,8 +497,10 @@ class DapServer:
         return session
 
     def _go(self, request, arguments, mode: Optional[str] = None, reverse: Optional[str] = None) -> None:
+        """Run on as the request says; next and stepIn go by CUDA line unless its granularity is "instruction"."""
         session = self._running(arguments)
-        plan = session._plan(mode) if mode else Plan("continue")
+        by_line = arguments.get("granularity") != "instruction"
+        plan = session._plan(mode, by_line=by_line) if mode else Plan("continue")
         self.respond(request, {"allThreadsContinued": True} if request["command"] == "continue" else None)
         if reverse:
             self._report(("stop", session.reverse(reverse)))
@@ -562,30 +563,25 @@ class DapServer:
         if exited(state, pc):
             self.respond(request, {"stackFrames": [], "totalFrames": 0})
             return
-        frames = session.frames(thread)
-        result = []
-        for number, frame in enumerate(frames):
-            instr = session.program.instrs[frame.pc]
-            where = source_of(session, frame.source[0] if frame.source else None,
-                              frame.source[1] if frame.source else None, instr.line)
-            result.append({"id": thread * 256 + number + 1, "name": frame.name, "column": 1,
-                           "instructionPointerReference": f"{session.addresses.of(frame.pc):#x}", **where,
-                           **({"presentationHint": "subtle"} if frame.inlined else {})})
+        result = stack_frames(session, thread)
         start = integer_argument(arguments, "startFrame", "stackTrace", 0)
         levels = integer_argument(arguments, "levels", "stackTrace", 0) or len(result)
         self.respond(request, {"stackFrames": result[start:start + levels], "totalFrames": len(result)})
 
     def _frame(self, frame_id: Optional[int]):
+        """Focus the thread of a stackTrace frame id and select that frame."""
         session = self._session()
         session._require_running()
         if frame_id:
-            self._focus(frame_id // 256 + 1)
+            self._focus((frame_id - 1) // FRAMES_PER_THREAD + 1)
+            session.select_frame((frame_id - 1) % FRAMES_PER_THREAD)
         return session, session.focus_thread
 
     def on_scopes(self, request, arguments) -> None:
         session, thread = self._frame(integer_argument(arguments, "frameId", "scopes"))
-        pc = session._focus_pc()
-        self.respond(request, {"scopes": scopes(session, self.references, thread, pc)})
+        session._focus_pc()
+        context = session._context(np.array([thread], dtype=np.int64))
+        self.respond(request, {"scopes": scopes(session, self.references, context)})
 
     def on_variables(self, request, arguments) -> None:
         entries = self.references.children(integer_argument(arguments, "variablesReference", "variables"))
@@ -617,4 +613,5 @@ class DapServer:
         session = self._running(arguments)
         pc = session._focus_pc()
         self.respond(request, {"exceptionId": "device", "breakMode": "always",
-                               "description": source_text(session.program.instrs[pc]) or session.ptx_name})
+                               "description": chain_source_text(session, session.program.instrs[pc])
+                               or session.ptx_name})

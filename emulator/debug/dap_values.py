@@ -17,6 +17,8 @@ THREADS_LISTED = 1024
 _SPECIALS = ("tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "ntid.x", "ntid.y", "ntid.z",
              "nctaid.x", "nctaid.y", "nctaid.z", "laneid", "warpid")
 _ELEMENTS = 1000
+#: stackTrace frame ids are thread * FRAMES_PER_THREAD + frame number + 1 (deeper frames are not listed)
+FRAMES_PER_THREAD = 256
 
 
 class References:
@@ -76,16 +78,15 @@ def members(references: References, value: CValue, evaluate_name: Optional[str])
             for name, _, _ in ctype.members]
 
 
-def scopes(session, references: References, thread: int, pc: int) -> List[dict]:
-    """Locals (C arguments and locals, or the kernel's parameters), registers, shared memory, special registers."""
-    function = session.program.instrs[pc].function
-    lanes = np.array([thread], dtype=np.int64)
-    context = session.context_at(lanes, function, pc)
+def scopes(session, references: References, context) -> List[dict]:
+    """Locals (C arguments and locals, or the kernel's parameters), registers, shared memory, special registers,
+    of the frame a LaneContext stands for (its function, its pc, the inlined calls it is inside)."""
+    function, pc, lanes = context.function, context.pc, context.lanes
 
     def local_variables():
         if session.variables:
             seen, entries = set(), []
-            for item in session.variables.visible(function, pc):
+            for item in session.variables.visible(function, pc, context.inline_depth):
                 if item.name in seen or item.space == "shared":
                     continue
                 seen.add(item.name)
@@ -106,7 +107,7 @@ def scopes(session, references: References, thread: int, pc: int) -> List[dict]:
     def shared():
         entries, seen = [], set()
         if session.variables:
-            for item in session.variables.visible(function, pc):
+            for item in session.variables.visible(function, pc, context.inline_depth):
                 if item.space == "shared" and item.name not in seen:
                     seen.add(item.name)
                     entries.append(variable(references, item.name, context.variable(item), item.name))
@@ -150,6 +151,19 @@ def threads(session) -> List[dict]:
         local = thread % batch.tpc_pad
         result.append({"id": thread + 1, "name": f"block ({block[0]},{block[1]},{block[2]}) warp {local // 32} "
                                                  f"lane {local % 32} thread ({xyz[0]},{xyz[1]},{xyz[2]})"})
+    return result
+
+
+def stack_frames(session, thread: int) -> List[dict]:
+    """A live thread's frames as DAP StackFrames, innermost first, inlined calls shown subtle."""
+    result = []
+    for number, frame in enumerate(session.frames(thread)[:FRAMES_PER_THREAD]):
+        instr = session.program.instrs[frame.pc]
+        where = source_of(session, frame.source[0] if frame.source else None,
+                          frame.source[1] if frame.source else None, instr.line)
+        result.append({"id": thread * FRAMES_PER_THREAD + number + 1, "name": frame.name, "column": 1,
+                       "instructionPointerReference": f"{session.addresses.of(frame.pc):#x}", **where,
+                       **({"presentationHint": "subtle"} if frame.inlined else {})})
     return result
 
 

@@ -12,8 +12,8 @@ from emulator.observers.debugger.control import Breakpoint, Watchpoint
 from emulator.observers.debugger.expr import DebugError, format_scalar, raw_bits
 from emulator.observers.debugger.session import dims
 from emulator.observers.debugger.state import typed_values, warp_masks
-from emulator.observers.debugger.symbols import source_label
-from emulator.runtime.faults import ranges, source_text
+from emulator.observers.debugger.symbols import chain_source_text
+from emulator.runtime.faults import ranges
 from emulator.runtime.names import plain_name
 from emulator.debug.running import exception_of, one_line
 
@@ -147,13 +147,16 @@ class InfoCommands:
         self._show_variables(arguments=False)
 
     def _show_variables(self, arguments: bool) -> None:
-        """The focused thread's C arguments or locals at its pc, innermost scope first (as gdb lists them)."""
-        pc = self.session._focus_pc()
-        function = self.session.program.instrs[pc].function
+        """The selected frame's C arguments (its own function's only, an inlined one's included) or locals at
+        its pc, innermost scope first (as gdb lists them)."""
+        self.session._focus_pc()
         context = self.session._context(self.session._lanes(None))
+        depth = self.session.frames()[self.session.frame_number()].inline_depth
         shown = set()
-        for variable in self.session.variables.visible(function, pc):
+        for variable in self.session.variables.visible(context.function, context.pc, depth):
             if variable.is_argument != arguments or variable.name in shown:
+                continue
+            if arguments and variable.inline_depth != depth:
                 continue
             shown.add(variable.name)
             try:
@@ -172,13 +175,16 @@ class InfoCommands:
         else:
             pc = session._focus_pc()
         instr = session.program.instrs[pc]
-        source = source_text(instr, os.path.basename)
+        source = chain_source_text(session, instr, os.path.basename)
         shown = f" ({source})" if source else ""
         session.say(f'Line {instr.line} of "{session.ptx_name}"{shown} is at address {session.addresses.of(pc):#x} '
                     f"<{session._function_offset(pc)}>: {one_line(instr.text)}")
 
     def info_frame(self, arg: str) -> None:
-        self.cmd_backtrace("1", False)
+        session = self.session
+        session._require_running()
+        session._focus()
+        session.say(session.stack.describe(session.frame_number()))
 
     def info_record(self, arg: str) -> None:
         engine = self.session.engine
@@ -407,17 +413,3 @@ class InfoCommands:
         if not 1 <= len(numbers) <= 3:
             raise DebugError(f"Invalid coordinates {text}. CUDA focus unchanged.")
         return tuple(numbers + [0] * (3 - len(numbers)))
-
-
-    def cmd_backtrace(self, arg: str, repeat: bool) -> None:
-        session = self.session
-        session._require_running()
-        session._focus()
-        limit = int(arg) if arg.isdigit() else None
-        frames = session.frames()
-        for number, frame in enumerate(frames[:limit]):
-            instr = session.program.instrs[frame.pc]
-            source = f" ({source_label(frame.source)})" if frame.source else ""
-            address = f"{session.addresses.of(frame.pc):#018x} in " if frame.caller and frame.first else ""
-            inlined = " [inlined]" if frame.inlined else ""
-            session.say(f"#{number:<2} {address}{frame.name} () at {session.running._where(instr)}{source}{inlined}")

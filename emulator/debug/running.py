@@ -245,7 +245,9 @@ class RunCommands:
         focus = session.focus_thread
         block, _ = session._coordinates(focus)
         warp = (focus % batch.tpc_pad) // 32
-        if plan.base_depth > 0:
+        if plan.inline_calls:
+            session.say(f"Run till exit from {session.stack.describe(session.frame_number())}")
+        elif plan.base_depth > 0:
             pc, _ = session._thread_pc(focus)
             session.say(f"Run till exit from #0  {session.frame_name(session.program.instrs[pc].function)} () at "
                         f"{self._where(session.program.instrs[pc])}")

@@ -9,6 +9,7 @@ from emulator import ir
 from emulator.machine.lanes import lanes_of
 from emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE, interleaved_local, phase_lanes
 from emulator.machine.observe import Observer
+from emulator.runtime.faults import source_text
 
 __all__ = ["MemoryStats", "KINDS", "REQUESTS", "TRANSACTIONS", "IDEAL", "BYTES", "CONTENTION", "MAX_CONTENTION",
            "count_wavefronts", "count_sectors", "count_distinct", "count_contention", "interleaved_local",
@@ -431,6 +432,8 @@ class MemoryStats(Observer):
             source = instrs[pcs[0]].user_source
             if source is not None:
                 entry["source"] = f"{source[0]}:{source[1]}"
+                if instrs[pcs[0]].inlined:
+                    entry["inlined"] = source_text(instrs[pcs[0]])
             if has_branch[index]:
                 entry["branches"] = branches[index]
                 entry["divergent_branches"] = divergent[index]

@@ -24,7 +24,11 @@ def source_text(instr: ir.Instr, name=lambda path: path) -> Optional[str]:
     headers) reads `t.cu:32, inlined: atomicAdd at sm_20_atomic_functions.hpp:84` (`name` shortens paths)."""
     if instr.source is None:
         return None
-    frames = instr.source_frames()
+    return chain_text(instr.source_frames(), name)
+
+
+def chain_text(frames, name=lambda path: path) -> str:
+    """`file:LINE, inlined: f at file:LINE` of a chain of (function or None, (file, line)), innermost first."""
     path, line = frames[-1][1]
     text = f"{name(path)}:{line}"
     if len(frames) > 1:

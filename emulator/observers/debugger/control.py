@@ -11,7 +11,7 @@ import queue
 import signal
 import threading
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
@@ -90,6 +90,12 @@ class Plan:
     count: int = 1
     skip: bool = False
     base_depth: int = 0
+    #: finish out of an inlined call: the calls around the start, outermost first (symbols.inline_calls)
+    inline_calls: Tuple = ()
+    #: step by source line: called with each pc the step would stop at, True where the line has changed
+    line_changed: Optional[Callable[[int], bool]] = None
+    #: the most instructions a step by source line takes before it stops anyway
+    line_limit: int = 0
 
 
 def contains(sel, first: int, stop: int) -> bool:
@@ -305,7 +311,10 @@ class Engine:
             return None
         depth = self.depth_of(batch, threads_in(sel, first, end)[0])
         if plan.mode == "finish":
-            if plan.base_depth > 0:
+            if plan.inline_calls and depth == plan.base_depth:
+                outer = self.session.inline_calls_at(pc)
+                done = outer[:len(plan.inline_calls)] != plan.inline_calls
+            elif plan.inline_calls or plan.base_depth > 0:
                 done = depth < plan.base_depth
             else:
                 done = batch.program.instrs[pc].control in (ir.BARRIER, ir.EXIT)
@@ -317,6 +326,11 @@ class Engine:
         plan.count -= 1
         if plan.count > 0:
             return None
+        if plan.line_changed is not None and not plan.line_changed(pc):
+            plan.line_limit -= 1
+            if plan.line_limit > 0:
+                plan.count = 1
+                return None
         return Stop("step", pc, sel, thread=self._focus_thread_in(sel))
 
     def _focus_thread_in(self, sel) -> Optional[int]:

@@ -22,8 +22,12 @@ from emulator.observers.debugger.expr import (DebugError, evaluate, format_lanes
                                               rvalue)
 from emulator.observers.debugger.record import DEFAULT_HISTORY
 from emulator.observers.debugger.state import CodeAddresses, Registers, ThreadStates, VECTOR_SPECIALS, resolve_generic
-from emulator.observers.debugger.symbols import LaneContext, exited, thread_frames, thread_state
+from emulator.observers.debugger.symbols import Frame, LaneContext, exited, inline_calls, thread_frames, thread_state
 from emulator.observers.debugger.variables import SourceVariables
+
+
+#: the most instructions a step by CUDA line runs before it stops on the line it is still on
+LINE_STEP_LIMIT = 100_000
 
 
 def dims(values: Sequence[int]) -> str:
@@ -243,6 +247,9 @@ class DebugSession:
         self.stops = StopPoints(self)
         self.values: List[object] = []
         self.focus_thread: Optional[int] = None
+        #: (thread, frame number) of the frame that names resolve in; a frame of another thread means frame 0
+        self.selected: Tuple[Optional[int], int] = (None, 0)
+        self._inline_calls: Dict[int, tuple] = {}
         self.states = None
 
     # ---- the launch ----
@@ -293,6 +300,7 @@ class DebugSession:
         """Take in what the launch did: a stop focuses its thread; an end drops the launch (the engine is
         returned with an error so that a front end can tell a reported fault from a new one)."""
         kind, payload = event
+        self.selected = (None, 0)
         if kind == "stop":
             if payload.thread is not None:
                 self.focus_thread = int(payload.thread)
@@ -308,7 +316,9 @@ class DebugSession:
     def _first_of(sel) -> int:
         return 0 if sel is None or isinstance(sel, slice) else int(sel[0])
 
-    def _plan(self, mode: str, count: int = 1) -> Plan:
+    def _plan(self, mode: str, count: int = 1, by_line: bool = False) -> Plan:
+        """What to run for continue, step, next or finish of the focused warp; a finish inside an inlined call
+        runs out of that call; by_line: a step or next goes on until the CUDA line or the inlined calls change."""
         batch = self._require_running()
         focus = self._focus()
         first = focus - focus % 32
@@ -316,8 +326,39 @@ class DebugSession:
         _, states = self.states.of(np.arange(first, first + 32, dtype=np.int64))
         running = bool(np.any(states == RUNNING))
         skip = running and (sel is None or not contains(sel, first, first + 32))
-        return Plan(mode, (first, first + 32), count=count, skip=skip,
-                    base_depth=Engine.depth_of(batch, focus))
+        plan = Plan(mode, (first, first + 32), count=count, skip=skip, base_depth=Engine.depth_of(batch, focus))
+        pc, state = self._thread_pc(focus)
+        if exited(state, pc):
+            return plan
+        if mode == "finish":
+            frame = self.frames()[self.frame_number()]
+            plan.inline_calls = () if frame.caller else self.inline_calls_at(pc)[:frame.inline_depth]
+        elif by_line and mode in ("step", "next"):
+            plan.line_changed = self._line_change_test(pc, over_inlined=mode == "next")
+            plan.line_limit = LINE_STEP_LIMIT
+        return plan
+
+    def inline_calls_at(self, pc: int) -> tuple:
+        calls = self._inline_calls.get(pc)
+        if calls is None:
+            calls = self._inline_calls[pc] = inline_calls(self, self.program.instrs[pc])
+        return calls
+
+    def _line_change_test(self, start_pc: int, over_inlined: bool) -> Callable[[int], bool]:
+        """Whether a pc is on another CUDA line than start_pc, or in other inlined calls; code without a line
+        (line 0) is not; over_inlined: neither are calls inlined at the starting line (as gdb's next)."""
+        start_calls = self.inline_calls_at(start_pc)
+        start_place = self.program.instrs[start_pc].source
+
+        def changed(pc: int) -> bool:
+            place = self.program.instrs[pc].source
+            if place is None or place[1] <= 0:
+                return False
+            calls = self.inline_calls_at(pc)
+            if over_inlined and len(calls) > len(start_calls) and calls[:len(start_calls)] == start_calls:
+                return False
+            return calls != start_calls or place != start_place
+        return changed
 
     def reverse(self, mode: str, count: int = 1):
         batch = self._require_running()
@@ -389,17 +430,30 @@ class DebugSession:
             raise DebugError(f"Lane {lane} does not exist in warp {(focus % batch.tpc_pad) // 32}.")
         return np.array([first + lane], dtype=np.int64)
 
-    def _context(self, lanes: np.ndarray) -> LaneContext:
-        """Names resolve in the focused thread's function, nearest its pc."""
-        function, pc = self.program.name, 0
-        if self.engine is not None and self.batch is not None and self.focus_thread is not None:
-            focus_pc, _ = self._thread_pc(self.focus_thread)
-            if focus_pc >= 0:
-                function, pc = self.program.instrs[focus_pc].function, focus_pc
-        return LaneContext(self, lanes, function, pc)
+    def frame_number(self) -> int:
+        """The selected frame of the focused thread (0, the innermost, unless `frame N` or a DAP frameId chose)."""
+        thread, number = self.selected
+        return number if thread is not None and thread == self.focus_thread else 0
 
-    def context_at(self, lanes: np.ndarray, function: str, pc: int) -> LaneContext:
-        return LaneContext(self, lanes, function, pc)
+    def select_frame(self, number: int) -> Frame:
+        frames = self.frames()
+        if not 0 <= number < len(frames):
+            raise DebugError(f"No frame at level {number}." if number >= 0 else "Frame numbers start at 0.")
+        self.selected = (self.focus_thread, number)
+        return frames[number]
+
+    def _context(self, lanes: np.ndarray) -> LaneContext:
+        """Names resolve in the selected frame of the focused thread: its function, nearest its pc, and for the
+        caller of an inlined call without the variables of the calls inlined deeper."""
+        function, pc, depth = self.program.name, 0, None
+        if self.engine is not None and self.batch is not None and self.focus_thread is not None:
+            focus_pc, state = self._thread_pc(self.focus_thread)
+            if focus_pc >= 0 and self.frame_number() and not exited(state, focus_pc):
+                frame = self.frames()[self.frame_number()]
+                function, pc, depth = frame.function, frame.pc, frame.inline_depth
+            elif focus_pc >= 0:
+                function, pc = self.program.instrs[focus_pc].function, focus_pc
+        return LaneContext(self, lanes, function, pc, depth)
 
     def value_of(self, text: str, lanes: np.ndarray) -> np.ndarray:
         tree = parse_expression(text)

@@ -16,6 +16,7 @@ from emulator.machine.states import EXITED
 from emulator.observers.debugger.cvalues import CValue
 from emulator.observers.debugger.expr import Context, DebugError, SourceValue
 from emulator.observers.debugger.state import SASS_REGISTER, VECTOR_SPECIALS, read_space, special_values, typed_values
+from emulator.runtime.faults import chain_text
 from emulator.runtime.names import plain_name
 
 #: cuda-gdb's address space of a PTX symbol's space
@@ -25,11 +26,12 @@ _SPACE_OF_SYMBOL = {"shared": "shared", "global": "global", "const": "const", "l
 class LaneContext(Context):
     """Registers, special registers, convenience variables and symbols, on some lanes of the batch."""
 
-    def __init__(self, session, lanes: np.ndarray, function: str, pc: int):
+    def __init__(self, session, lanes: np.ndarray, function: str, pc: int, inline_depth: Optional[int] = None):
         self.session = session
         self.lanes = lanes
         self.function = function
         self.pc = pc
+        self.inline_depth = inline_depth     # a caller's frame of an inlined call: no variables deeper than this
 
     def _batch(self):
         batch = self.session.batch
@@ -91,7 +93,7 @@ class LaneContext(Context):
         program = session.program
         variables = session.variables
         if variables:
-            variable = variables.find(name, self.function, self.pc)
+            variable = variables.find(name, self.function, self.pc, self.inline_depth)
             if variable is not None:
                 return self.variable(variable)
         for param in program.params:
@@ -164,6 +166,7 @@ class Frame:
     inlined: bool
     caller: bool
     first: bool = True     # the innermost frame of its pc's group (a .func frame and the calls inlined into it)
+    inline_depth: int = 0  # how many inlined calls deep in its PTX function (0: the function's own frame)
 
 
 def thread_frames(session, batch, thread: int, pc: int) -> List[Frame]:
@@ -179,7 +182,7 @@ def thread_frames(session, batch, thread: int, pc: int) -> List[Frame]:
         for position, (function, source) in enumerate(chain):
             inlined = position < len(chain) - 1
             frames.append(Frame(frame_pc, instr.function, plain_name(function) if inlined else outer, source,
-                                inlined, caller, position == 0))
+                                inlined, caller, position == 0, len(chain) - 1 - position))
     return frames
 
 
@@ -194,6 +197,21 @@ def inline_chain(session, instr: ir.Instr):
         where = (session.program.files.get(call.call[0], f"file{call.call[0]}"), call.call[1])
     chain.append((None, where))
     return chain
+
+
+def inline_calls(session, instr: ir.Instr) -> Tuple[Tuple[Optional[str], Optional[Tuple[str, int]]], ...]:
+    """The inlined calls around an instruction, outermost first, each as (function, (file, line) of its call):
+    two pcs of one inlined call share the start of this tuple up to that call's depth."""
+    chain = inline_chain(session, instr)
+    return tuple((chain[position][0], chain[position + 1][1]) for position in range(len(chain) - 2, -1, -1))
+
+
+def chain_source_text(session, instr: ir.Instr, name=lambda path: path) -> Optional[str]:
+    """`file:LINE` of an instruction's CUDA source, the user's line first and then the inlined calls
+    (`k.cu:24, inlined: scale at k.cu:7`), from the chain that stops and `bt` show (DWARF's included)."""
+    if instr.source is None:
+        return None
+    return chain_text(inline_chain(session, instr), name)
 
 
 def thread_state(session, thread: int) -> Tuple[int, int]:

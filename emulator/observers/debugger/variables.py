@@ -210,16 +210,18 @@ class SourceVariables:
         return ctype
 
     # ---- queries ----
-    def visible(self, function: str, pc: int) -> List[Variable]:
-        """Variables in scope at pc in a PTX function, innermost scope first (shadowing names after)."""
+    def visible(self, function: str, pc: int, inline_depth: Optional[int] = None) -> List[Variable]:
+        """Variables in scope at pc in a PTX function, innermost scope first (shadowing names after); with
+        inline_depth, only those of the calls inlined at most that deep (a caller's frame of an inlined call)."""
         here = [variable for variable in self.variables
                 if (variable.function == function or variable.function == "")
-                and variable.scope[0] <= pc < variable.scope[1]]
+                and variable.scope[0] <= pc < variable.scope[1]
+                and (inline_depth is None or variable.inline_depth <= inline_depth)]
         here.sort(key=lambda variable: (variable.scope[1] - variable.scope[0], -variable.inline_depth))
         return here
 
-    def find(self, name: str, function: str, pc: int) -> Optional[Variable]:
-        for variable in self.visible(function, pc):
+    def find(self, name: str, function: str, pc: int, inline_depth: Optional[int] = None) -> Optional[Variable]:
+        for variable in self.visible(function, pc, inline_depth):
             if name in (variable.name, variable.linkage_name):
                 return variable
         for variable in self.variables:
