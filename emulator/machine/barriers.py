@@ -197,6 +197,8 @@ class Barriers:
         batch = self.batch
         released_all = []
         self.released_by_barrier = []
+        if not batch.bar_arrived.any():
+            return None
         bars = range(NUM_BARRIERS) if only is None else (only,)
         for bar in bars:
             arrived = batch.bar_arrived[bar][ctas]

@@ -55,14 +55,36 @@ class BatchLayout:
             array.flags.writeable = False
 
 
+class Executors:
+    """Each instruction's executor bound to a batch, bound all at once or the first time it is asked for."""
+
+    __slots__ = ("batch", "instrs", "bound")
+
+    def __init__(self, batch: "Batch", instrs, bind_all: bool):
+        self.batch = batch
+        self.instrs = instrs
+        self.bound = [batch._bind(instr) for instr in instrs] if bind_all else [_UNBOUND] * len(instrs)
+
+    def __getitem__(self, pc: int):
+        executor = self.bound[pc]
+        if executor is _UNBOUND:
+            executor = self.bound[pc] = self.batch._bind(self.instrs[pc])
+        return executor
+
+
+_UNBOUND = object()
+
+
 class Batch:
     """Architectural state of a batch of CTAs and the scheduler that runs it to completion."""
 
     def __init__(self, config: LaunchConfig, program: ir.Program, memory: Memory, cta_start: int, n_ctas: int, *,
-                 layout: BatchLayout, uniform, observer=None, policy=None, code=None):
+                 layout: BatchLayout, uniform, observer=None, policy=None, code=None, bind_all: bool = True):
         """layout: the thread indices of n_ctas CTAs (shared by the launch's batches of that size); uniform: the
         program's launch-uniform registers (emulator.ir.uniform); code: the program's compiled straight-line code
-        (emulator.machine.codegen.ProgramCode), which then runs the fast path's stretches."""
+        (emulator.machine.codegen.ProgramCode), which then runs the fast path's stretches; bind_all: bind every
+        instruction's executor now, so that one the program cannot run is an error before anything runs (a launch's
+        later batches bind each when it first runs: the first batch has checked them all)."""
         self.config = config
         self.program = program
         self.memory = memory
@@ -73,7 +95,7 @@ class Batch:
         self.tpc = layout.tpc
         self.tpc_pad = layout.tpc_pad
         self.n = n = n_ctas * self.tpc_pad
-        self.regs = [np.zeros(n, dtype=reg.storage) for reg in program.registers]
+        self.regs = self._registers(program, n, code if observer is None else None)
         self.cc = np.zeros(n, dtype=bool)
         self.local_index = layout.local_index
         self.cta_of = layout.cta_of
@@ -112,15 +134,25 @@ class Batch:
         self.barriers = Barriers(self)
         self.calls = Calls(self)
         self.spin = SpinWatch(self)
-        self.executors = [self._bind(instr) for instr in program.instrs]
+        self.executors = Executors(self, program.instrs, bind_all)
         self.straight_run = self._straight_runs(program.instrs)
         self.compiled = BatchCode(code, self) if code is not None else None
+
+    @staticmethod
+    def _registers(program: ir.Program, n: int, code) -> List[np.ndarray]:
+        """Each register's array, zeros where a thread may read it before writing it; the others are left as
+        allocated (compiled programs, where the generated code's liveness says which those are, and only without an
+        observer, which may look at any register)."""
+        generated = code.generated_source if code is not None else None
+        live = generated.entry_live if generated is not None else None
+        return [np.zeros(n, dtype=reg.storage) if live is None or index in live else np.empty(n, dtype=reg.storage)
+                for index, reg in enumerate(program.registers)]
 
     # ---- services the executors use ----
     def release(self) -> None:
         """Drop the per-thread state now: executors and the batch refer to each other, so without this the
         arrays live until the cycle collector runs and every later batch faults in fresh pages."""
-        self.executors = []
+        self.executors = None
         self.compiled = None
         self.regs = []
         self._specials = {}

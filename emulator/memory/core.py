@@ -272,8 +272,11 @@ class Memory:
         self.set_windows(n_ctas=0, threads_per_cta=0, shared_bytes=0, local_bytes=0)
 
     # ---- host side ----
-    def alloc(self, nbytes: int, *, align: int = 256, kind: str = "global", name: str | None = None) -> int:
-        return self._heap.alloc(nbytes, align, kind, name)
+    def alloc(self, nbytes: int, *, align: int = 256, kind: str = "global", name: str | None = None,
+              unwritten=None) -> int:
+        """A new allocation's address; its bytes are zeros, or, given unwritten ((offset, length) pairs), zeros only
+        there: the caller writes the rest before anything reads it."""
+        return self._heap.alloc(nbytes, align, kind, name, unwritten)
 
     def reserve(self, nbytes: int) -> None:
         """Make room at once for global allocations of about nbytes in all (fewer arena copies)."""

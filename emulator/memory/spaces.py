@@ -125,7 +125,8 @@ class GlobalHeap:
         self.version = 0
 
     # ---- allocation ----
-    def alloc(self, nbytes: int, align: int = 256, kind: str = "global", name: str | None = None) -> int:
+    def alloc(self, nbytes: int, align: int = 256, kind: str = "global", name: str | None = None,
+              unwritten=None) -> int:
         nbytes, align = int(nbytes), int(align)
         if nbytes < 0:
             raise ValueError(f"cannot allocate {nbytes} bytes")
@@ -138,7 +139,7 @@ class GlobalHeap:
             address = align_up(host.address + host.size + GUARD_BYTES, align)
         if address + nbytes > GLOBAL_LIMIT:
             raise MemoryError(f"global address space exhausted allocating {nbytes:,} bytes")
-        offset = self._take_storage(address, nbytes)
+        offset = self._take_storage(address, nbytes, unwritten)
         self._next_address = address + max(nbytes, 1) + GUARD_BYTES
         index = bisect_right(self._starts, address)  # the end, unless attached host memory lies above
         self._allocations.insert(index, Allocation(address, nbytes, kind, name))
@@ -332,9 +333,10 @@ class GlobalHeap:
         raise ValueError(f"host {verb} of {nbytes:,} bytes at {address:#x} does not fit in a live allocation\n"
                          + self.describe(address))
 
-    def _take_storage(self, address: int, nbytes: int) -> int:
+    def _take_storage(self, address: int, nbytes: int, unwritten=None) -> int:
         """Arena offset for an allocation's first byte, congruent to its address modulo ARENA_ALIGN
-        so that aligned program addresses are aligned arena offsets too."""
+        so that aligned program addresses are aligned arena offsets too; storage that held an earlier allocation is
+        zero-filled (only the unwritten (offset, length) parts of the allocation, when they are given)."""
         needed = _storage_span(address, nbytes)
         for position, (offset, size) in enumerate(self._holes):
             if size >= needed:
@@ -342,15 +344,29 @@ class GlobalHeap:
                     del self._holes[position]
                 else:
                     self._holes[position] = (offset + needed, size - needed)
-                self.arena[offset:offset + needed] = 0
+                self._zero_reused(offset, needed, address % ARENA_ALIGN, nbytes, unwritten, offset + needed)
                 return offset + address % ARENA_ALIGN
         base = self._arena_top
         self._arena_top += needed
         self._grow_to(self._arena_top)
         if base < self._used_top:
-            self.arena[base:min(self._arena_top, self._used_top)] = 0
+            self._zero_reused(base, needed, address % ARENA_ALIGN, nbytes, unwritten, self._used_top)
         self._used_top = max(self._used_top, self._arena_top)
         return base + address % ARENA_ALIGN
+
+    def _zero_reused(self, offset: int, span: int, skew: int, nbytes: int, unwritten, used_top: int) -> None:
+        """Zero what an earlier allocation may have left in [offset, offset + span) below used_top: all of it, or,
+        given unwritten, all but the parts of the allocation (at offset + skew, nbytes long) its caller writes."""
+        end = min(offset + span, used_top)
+        if unwritten is None:
+            self.arena[offset:end] = 0
+            return
+        start = offset + skew
+        pieces = [(offset, start), (start + nbytes, offset + span)]
+        pieces += [(start + part, start + part + length) for part, length in unwritten]
+        for low, high in pieces:
+            if low < min(high, end):
+                self.arena[low:min(high, end)] = 0
 
     def _give_back_storage(self, address: int, offset: int, nbytes: int) -> None:
         holes = sorted(self._holes + [(offset - address % ARENA_ALIGN, _storage_span(address, nbytes))])

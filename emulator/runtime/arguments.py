@@ -95,8 +95,16 @@ class HostRegion:
         """Allocate the region (zero-filled) and copy each array in, COPY_CHUNK bytes at a time, skipping chunks
         that are all zeros; with move, the pages of a writable array that alone makes up the region are given back
         as they are copied (copy_back refills them)."""
-        self.address = memory.alloc(max(self.nbytes, 1), name=f"arg{min(self.pointers)}")
         alone = len(self.views) == 1
+        unwritten = None
+        if alone and _flat_bytes(self.views[0][0]) is not None and self.views[0][1] == 0:
+            flat = _flat_bytes(self.views[0][0])
+            self.zero_chunks = {start for start in range(0, flat.size, COPY_CHUNK)
+                                if not flat[start:start + COPY_CHUNK].any()}
+            unwritten = [(start, min(COPY_CHUNK, flat.size - start)) for start in sorted(self.zero_chunks)]
+            if flat.size < self.nbytes:
+                unwritten.append((flat.size, self.nbytes - flat.size))
+        self.address = memory.alloc(max(self.nbytes, 1), name=f"arg{min(self.pointers)}", unwritten=unwritten)
         for array, offset in self.views:
             flat = _flat_bytes(array)
             if flat is None:
@@ -106,9 +114,7 @@ class HostRegion:
             give_back = move and alone and array.flags.writeable
             for start in range(0, flat.size, COPY_CHUNK):
                 piece = flat[start:start + COPY_CHUNK]
-                if not piece.any():
-                    if alone:
-                        self.zero_chunks.add(start)
+                if (start in self.zero_chunks) if alone else not piece.any():
                     continue
                 memory.write(self.address + offset + start, piece)
                 if give_back:

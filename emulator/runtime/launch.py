@@ -229,7 +229,7 @@ class Launch:
                                     local_bytes=self.local_sink + sink if sink else local_bytes)
             batch = Batch(config, self.program, self.memory, cta, count, layout=self.batch_layout(count),
                           uniform=self.uniform_registers(), observer=self.observer, policy=self.policy,
-                          code=code)
+                          code=code, bind_all=cta == 0)
             if self.observer is not None:
                 self.observer.begin_batch(batch)
             try:

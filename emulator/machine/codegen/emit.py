@@ -966,6 +966,9 @@ class Generated:
     saved_registers: int
     #: compiled loops: head pc -> the pc of the branch back to it (gx_loop_<head>)
     loops: Dict[int, int] = field(default_factory=dict)
+    #: the registers some path from the program's start reads before writing (None: not worked out), the only ones
+    #: whose initial zeros a thread can see
+    entry_live: Optional[frozenset] = None
 
 
 #: lanes a chunk of a region runs through all of its instructions before the next chunk starts
@@ -1256,8 +1259,10 @@ def generate(program: ir.Program, uniform) -> Generated:
             + "\n".join(cases) + "\n        default: return INT64_MIN;\n        }\n    }\n    return -1;\n}\n")
     loops = _loops(program, units)
     bodies += [_loop_function(head, branch, unit) for head, (branch, unit) in sorted(loops.items())]
+    entry_live = None if live is None or not instrs else \
+        frozenset(reg for reg in range(len(program.registers)) if live[0] >> reg & 1)
     return Generated(PRELUDE + CHUNK_PRELUDE + "\n" + "\n".join(bodies), units, specials, scalar_slots, statics,
-                     saved_most, {head: branch.pc for head, (branch, _) in loops.items()})
+                     saved_most, {head: branch.pc for head, (branch, _) in loops.items()}, entry_live)
 
 
 def _loops(program: ir.Program, units: List[UnitPlan]) -> Dict[int, Tuple[ir.Instr, UnitPlan]]:
