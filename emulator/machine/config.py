@@ -9,6 +9,11 @@ import numpy as np
 Dim3 = Tuple[int, int, int]
 
 
+def padded_threads(block: Dim3) -> int:
+    """Threads per CTA rounded up to whole warps: how the machine lays CTAs out."""
+    return (block[0] * block[1] * block[2] + 31) // 32 * 32
+
+
 @dataclass(frozen=True)
 class LaunchConfig:
     grid: Dim3
@@ -41,8 +46,7 @@ class LaunchConfig:
 
     @property
     def padded_threads_per_cta(self) -> int:
-        """Threads per CTA rounded up to whole warps: how the machine lays CTAs out."""
-        return (self.threads_per_cta + 31) // 32 * 32
+        return padded_threads(self.block)
 
     @property
     def ctas(self) -> int:

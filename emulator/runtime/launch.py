@@ -15,7 +15,7 @@ from emulator.ir.uniform import uniform_registers
 from emulator.machine.batch import Batch, BatchLayout
 from emulator.machine.calls import stack_window_bytes
 from emulator.machine.codegen import program_code, resolve_engine
-from emulator.machine.config import LaunchConfig
+from emulator.machine.config import LaunchConfig, padded_threads
 from emulator.machine.stops import MachineStop, StepLimit
 from emulator.runtime import budget
 from emulator.runtime.arguments import Parameters, describe_value, is_integer
@@ -261,7 +261,7 @@ class Launch:
             self.observer.launch_failed(self, error)
 
     def _bytes_per_cta(self) -> int:
-        return _bytes_per_cta(self.program, _padded_threads(self.block), self.shared_bytes)
+        return _bytes_per_cta(self.program, padded_threads(self.block), self.shared_bytes)
 
     def _check_memory(self, regions, param_bytes: int, batch_bytes: int) -> None:
         """Refuse the launch (CUDA_ERROR_OUT_OF_MEMORY) before anything is allocated when the device copies of the
@@ -293,11 +293,6 @@ def _align16(value: int) -> int:
 
 #: a batch's temporaries (operands gathered per instruction, masks, observers' copies) next to its registers
 BATCH_STATE_FACTOR = 2
-
-
-def _padded_threads(block) -> int:
-    threads = int(np.prod(block))
-    return (threads + 31) // 32 * 32
 
 
 def _bytes_per_cta(program, padded_threads: int, shared_bytes: int) -> int:
