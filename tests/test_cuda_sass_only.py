@@ -14,7 +14,6 @@ RECORDED = os.path.join(PROGRAMS, "sass_only")
 SASS_ONLY = ["-gencode", "arch=compute_90,code=sm_90"]
 #: what a SASS-only build of these programs uses that gpuemu's SASS path does not run: the error names it
 NOT_RUN_AS_SASS = {
-    "printf_assert": "CALL.ABS",
     "virtual_calls": "indirect branch 'CALL.REL.NOINC'",
     "wmma_int": "IMMA.16816.S8.S8",
     "wmma_double": "DMMA.8x8x4",
@@ -46,7 +45,8 @@ def sass_only_programs(tmp_path_factory):
     """(library directory, programs): the course programs built without PTX."""
     if find_disassembler() is None:
         pytest.skip("needs NVIDIA's cuobjdump (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
-    names = sorted(name for name, _ in _course()) + ["fault.cu"] + [f"{name}.cu" for name in NOT_RUN_AS_SASS]
+    names = sorted(name for name, _ in _course()) + ["fault.cu", "printf_assert.cu"] + \
+        [f"{name}.cu" for name in NOT_RUN_AS_SASS]
     return build_programs(tmp_path_factory, sorted(set(names)), SASS_ONLY)
 
 
@@ -78,6 +78,16 @@ def test_sass_only_fault_is_sticky_with_a_report_at_the_listing_line(sass_only_p
                              "next call: cudaErrorIllegalAddress\n")
     assert "========= Invalid __global__ write of size 4 bytes" in result.stderr
     assert re.search(r"at overrun\+0x[0-9a-f]+ in fault \(sm_90 cubin\):\d+", result.stderr), result.stderr
+
+
+def test_sass_only_printf_and_assert_reach_gpuemus_vprintf_and_assertfail(sass_only_programs):
+    result = run(sass_only_programs, "printf_assert")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "host before the kernels"
+    assert sorted(lines[1:7]) == sorted(f"block {b} thread {t} says {40 + t} (20.00)" for b in (0, 1) for t in range(3))
+    assert lines[7] == "after the assert: cudaErrorAssert"
+    assert "Assertion `data[threadIdx.x] >= 0` failed in kernel checked, block (0,0,0), thread (17,0,0)" in result.stderr
 
 
 @pytest.mark.parametrize("name, instruction", sorted(NOT_RUN_AS_SASS.items()))

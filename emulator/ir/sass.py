@@ -11,7 +11,10 @@ from emulator.ir import RegInfo
 SASS_OP_CLASS = "sass"
 #: how the SASS executors run an instruction (its plan's kind): emulator.machine.sass has one builder for each
 PLAN_KINDS = ("alu", "load", "store", "atomic", "reduce", "lock_arbitrate", "lock_load", "unlock_store", "vote",
-              "match", "return_check", "nop")
+              "match", "return_check", "nop", "external_call")
+#: the addresses a cubin's relocations give the functions the driver provides (CALL.ABS reaches them through a
+#: register): gpuemu's own, in a range no allocation uses
+EXTERNAL_FUNCTIONS = {"vprintf": 0xFFFF_FF00_0000_0100, "__assertfail": 0xFFFF_FF00_0000_0200}
 
 
 @dataclass(frozen=True)

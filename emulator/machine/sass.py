@@ -11,12 +11,14 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from emulator.ir.sass import (PLAN_KINDS, SASS_OP_CLASS, Address, ConstWord, Immediate, Pred, SignBit, Special,
-                              Value)
+from emulator.ir.sass import (EXTERNAL_FUNCTIONS, PLAN_KINDS, SASS_OP_CLASS, Address, ConstWord, Immediate, Pred,
+                              SignBit, Special, Value)
 from emulator.machine.lanes import ALL, count_of, lanes_of, subselect, threads_of
 from emulator.machine.operands import access
+from emulator.machine.printf import format_printf, read_c_string
 from emulator.machine.registry import RegistryError, builds
-from emulator.memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE
+from emulator.machine.stops import AssertFailure, MemoryFault
+from emulator.memory import GLOBAL_BASE, SHARED_WINDOW, WINDOW_SIZE, DeviceFault
 from isa import warp
 
 U32, U64 = np.uint32, np.uint64
@@ -522,10 +524,51 @@ def build_nop(batch, instr, plan) -> Callable:
     return lambda sel: None
 
 
+def build_external_call(batch, instr, plan) -> Callable:
+    """CALL.ABS to vprintf or __assertfail (their addresses as a cubin's relocations give them, EXTERNAL_FUNCTIONS),
+    with the ABI's arguments; any other target is an illegal instruction."""
+    target, format_or_message, args_or_file, line, _function = (_raw_reader(batch, ref) for ref in plan.sources)
+    write_result = value_writer(batch, plan.dests[0], 32)
+    names = {address: name for name, address in EXTERNAL_FUNCTIONS.items()}
+
+    def execute(sel):
+        lanes = lanes_of(sel, batch.n)
+        if not len(lanes):
+            return
+        addresses = np.broadcast_to(np.asarray(target(sel), dtype=U64), lanes.shape)
+        unknown = [index for index, address in enumerate(addresses) if int(address) not in names]
+        if unknown:
+            raise batch.illegal_instruction(instr, f"calls address {int(addresses[unknown[0]]):#x}, which is no "
+                                                   f"function gpuemu provides ({', '.join(EXTERNAL_FUNCTIONS)})",
+                                            lanes[unknown[0]])
+        first = np.broadcast_to(np.asarray(format_or_message(sel), dtype=U64), lanes.shape)
+        second = np.broadcast_to(np.asarray(args_or_file(sel), dtype=U64), lanes.shape)
+        if any(names[int(address)] == "__assertfail" for address in addresses):
+            index = next(i for i, address in enumerate(addresses) if names[int(address)] == "__assertfail")
+            thread = int(lanes[index])
+            try:
+                texts = [read_c_string(batch.memory, int(value), thread).decode(errors="replace") if value else "?"
+                         for value in (first[index], second[index])]
+            except DeviceFault as fault:
+                raise MemoryFault(instr, fault, batch.place(thread)) from None
+            number = int(np.broadcast_to(np.asarray(line(sel)), lanes.shape)[index])
+            raise AssertFailure(texts[0], texts[1], number, batch.place(thread))
+        for index, thread in enumerate(lanes):
+            try:
+                text = format_printf(batch.memory, int(first[index]), int(second[index]), int(thread))
+            except DeviceFault as fault:
+                raise MemoryFault(instr, fault, batch.place(int(thread))) from None
+            batch.config.write_stdout(text)
+        if write_result is not None:
+            write_result(sel, np.zeros(len(lanes), dtype=U32))
+    return execute
+
+
 BUILDERS = {
     "alu": build_alu, "load": build_load, "store": build_store, "atomic": build_atomic, "reduce": build_atomic,
     "lock_arbitrate": build_lock_arbitrate, "lock_load": build_lock_load, "unlock_store": build_unlock_store,
     "vote": build_vote, "match": build_match, "return_check": build_return_check, "nop": build_nop,
+    "external_call": build_external_call,
 }
 
 

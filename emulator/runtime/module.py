@@ -18,6 +18,7 @@ from emulator.frontend.ptx.cache import parse_cached
 from emulator.frontend.ptx.lower import function_symbols, immediate_problem, lower_kernel, variable_align, variable_size
 from emulator.frontend.sass import looks_like_sass
 from emulator.frontend.sass.program import SassProgram
+from emulator.ir.sass import EXTERNAL_FUNCTIONS
 from emulator.machine.calls import DEFAULT_STACK_BYTES
 from emulator.machine.operands import immediate
 from emulator.machine.sass import BANK_BYTES
@@ -425,8 +426,9 @@ class CubinModule(SassModule):
         self.address_bank = self._relocated_addresses(section_bases)
 
     def _relocated_addresses(self, section_bases) -> np.ndarray:
-        """Bank 4: the 64-bit addresses nvcc's relocations ask for; a function's address reads as 0 (the call
-        through it is refused where it runs)."""
+        """Bank 4: the 64-bit addresses nvcc's relocations ask for: variables', and gpuemu's own for the functions the
+        driver provides (vprintf, __assertfail); another function's address reads as 0 (a call through it is refused
+        where it runs)."""
         from emulator.frontend.sass import cubin as elf
         bank = np.zeros(BANK_BYTES, dtype=np.uint8)
         for relocation in self.cubin.relocations:
@@ -436,7 +438,7 @@ class CubinModule(SassModule):
                 raise elf.CubinError(f"{self.source_name}: relocation type {relocation.kind} of "
                                      f"'{relocation.symbol.name}' in constant bank 4 is not supported")
             symbol = self.symbols.get(relocation.symbol.name)
-            target = 0
+            target = EXTERNAL_FUNCTIONS.get(relocation.symbol.name, 0) if not relocation.symbol.section else 0
             if symbol is not None:
                 target = symbol.address + (self.const_base if symbol.space == "const" else 0)
             elif relocation.symbol.section in section_bases:

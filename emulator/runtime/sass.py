@@ -10,6 +10,7 @@ from emulator.base.errors import LaunchError
 from emulator.frontend.sass.program import SassProgram
 from emulator.machine.sass import ADDRESS_HIGH, BANK_BYTES
 from emulator.machine.specials import DRIVER_ENVIRONMENT
+from emulator.memory import LOCAL_WINDOW
 
 #: constant banks c[0x0] .. c[0x11], as cuobjdump numbers them (sm_70 on; Fermi's 16 fit inside)
 CONSTANT_BANKS = 18
@@ -17,6 +18,9 @@ CONSTANT_BANKS = 18
 DYNAMIC_SHARED_OFFSET, SHARED_RESERVE_OFFSET = 0x2C, 0x114
 #: sm_90 bank 0: %envreg0..31, one word each (a cooperative launch's grid-sync workspace is envreg1:envreg2)
 ENVIRONMENT_OFFSET = 0x40
+#: sm_90 bank 0: the generic address of the local window, which code adds to the stack pointer to pass a local
+#: variable's address (printf's argument buffer)
+LOCAL_WINDOW_OFFSET = 0x20
 
 
 def _put(bank: np.ndarray, offset: int, value: int, size: int) -> None:
@@ -36,6 +40,7 @@ def constant_banks(program: SassProgram, grid, block, dynamic_shared: int, param
     if arch.global_descriptor is not None:
         _put(driver, DYNAMIC_SHARED_OFFSET, dynamic_shared, 4)
         _put(driver, SHARED_RESERVE_OFFSET, arch.shared_base, 4)
+        _put(driver, LOCAL_WINDOW_OFFSET, LOCAL_WINDOW, 8)
         for number, value in {**DRIVER_ENVIRONMENT, **environment}.items():
             _put(driver, ENVIRONMENT_OFFSET + 4 * number, value, 4)
     stack_bank, stack_offset = arch.stack

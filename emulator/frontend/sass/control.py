@@ -16,6 +16,10 @@ class ControlLowering:
     def lower_branch(self, sass, address, base, mods) -> None:
         if not sass.operands:
             raise self.error(sass, f"{base} needs a target address")
+        if base == "CALL" and "ABS" in mods and len(sass.operands) == 1 and isinstance(sass.operands[0], S.Name) \
+                and not self._is_pred(sass.operands[0]):
+            self.lower_external_call(sass, address, base, mods)
+            return
         if base == "BRX" or isinstance(sass.operands[0], S.Name) and not self._is_pred(sass.operands[0]):
             raise self.error(sass, f"indirect branch '{sass.opcode}' is not supported")
         operand = sass.operands[-1]
@@ -35,6 +39,16 @@ class ControlLowering:
                       info={"sass": plan, "synthetic": "branch_condition"})
             guard = (taken, False)
         self.branches.append((self.emit(sass, address, ir.BRANCH, None, guard=guard), target, sass))
+
+    def lower_external_call(self, sass, address, base, mods) -> None:
+        """CALL.ABS Rn to a function the driver provides (vprintf, __assertfail), its address in Rn:Rn+1 from
+        constant bank 4: the ABI's arguments in R4:R5, R6:R7, R8 and R10:R11, the result in R4. The callee returns
+        to the next instruction (the code set R20 to it with LEPC)."""
+        registers = [("R4", 64), ("R6", 64), ("R8", 32), ("R10", 64)]
+        plan = Plan("external_call", dests=(self.value(sass, S.Name("R4"), 32),),
+                    sources=(self.value(sass, sass.operands[0], 64),
+                             *(self.value(sass, S.Name(name), width) for name, width in registers)))
+        self.emit(sass, address, ir.STRAIGHT, SassDecoded(base, mods), [], info={"sass": plan})
 
     def lower_return(self, sass, address) -> None:
         operands = [o for o in sass.operands if isinstance(o, S.Name)]
