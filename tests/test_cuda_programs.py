@@ -132,12 +132,16 @@ COURSE_PROGRAMS = [
 ]
 
 
-@pytest.mark.parametrize("name, expected", COURSE_PROGRAMS)
-def test_course_program_passes_its_own_check(cuda_programs, name, expected):
-    result = run(cuda_programs, name)
+def check_passes(result, expected: str) -> None:
+    """A course program ended with its own check's lines, status 0, and nothing of gpuemu's going wrong."""
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.endswith(expected), result.stdout + result.stderr
     assert "internal error" not in result.stderr and "Warning" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("name, expected", COURSE_PROGRAMS)
+def test_course_program_passes_its_own_check(cuda_programs, name, expected):
+    check_passes(run(cuda_programs, name), expected)
 
 
 def test_device_query_reports_an_h100(cuda_programs):
@@ -154,8 +158,8 @@ def test_device_properties_are_configurable(cuda_programs):
     assert "compute capability 8.6, 8 SMs (attribute 8)" in result.stdout, result.stdout + result.stderr
 
 
-def test_fault_is_sticky_from_the_next_call_with_a_sanitizer_report(cuda_programs):
-    result = run(cuda_programs, "fault")
+def check_fault(result) -> None:
+    """fault.cu: the fault is the sticky error from the next call, with a compute-sanitizer-style report."""
     assert result.returncode == 3, result.stdout + result.stderr
     assert result.stdout == ("launch: cudaSuccess\n"
                              "synchronize: cudaErrorIllegalAddress (an illegal memory access was encountered)\n"
@@ -164,8 +168,16 @@ def test_fault_is_sticky_from_the_next_call_with_a_sanitizer_report(cuda_program
     assert "by thread (0,0,0) in block (0,0,0)" in result.stderr
 
 
+def test_fault_is_sticky_from_the_next_call_with_a_sanitizer_report(cuda_programs):
+    check_fault(run(cuda_programs, "fault"))
+
+
 def test_device_printf_keeps_its_place_in_stdout_and_assert_fails_the_next_call(cuda_programs):
-    result = run(cuda_programs, "printf_assert")
+    check_printf_assert(run(cuda_programs, "printf_assert"))
+
+
+def check_printf_assert(result) -> None:
+    """printf_assert.cu: device printf in stdout in program order, then the assert as the next call's error."""
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "host before the kernels"

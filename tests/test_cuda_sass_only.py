@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 from emulator.frontend.sass.cubin import R_CUDA_64, Cubin, CubinError, find_disassembler
-from test_cuda_programs import COURSE_PROGRAMS, NVCC, PROGRAMS, build_programs
+from test_cuda_programs import (COURSE_PROGRAMS, NVCC, PROGRAMS, build_programs, check_fault, check_passes,
+                                check_printf_assert, run)
 
 RECORDED = os.path.join(PROGRAMS, "sass_only")
 SASS_ONLY = ["-gencode", "arch=compute_90,code=sm_90"]
@@ -56,38 +57,19 @@ def _course():
             if name not in NOT_RUN_AS_SASS and name not in PTX_FACTS and name != "thrust_sort"]
 
 
-def run(programs, name, **environment):
-    directory, out = programs
-    env = dict(os.environ, LD_LIBRARY_PATH=directory, **environment)
-    return subprocess.run([str(out / name)], capture_output=True, text=True, env=env, timeout=300)
-
-
 @pytest.mark.parametrize("name, expected", [(name[:-3], expected) for name, expected in _course()])
 def test_sass_only_program_passes_its_own_check(sass_only_programs, name, expected):
-    result = run(sass_only_programs, name)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.endswith(expected), result.stdout + result.stderr
-    assert "internal error" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+    check_passes(run(sass_only_programs, name), expected)
 
 
 def test_sass_only_fault_is_sticky_with_a_report_at_the_listing_line(sass_only_programs):
     result = run(sass_only_programs, "fault")
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert result.stdout == ("launch: cudaSuccess\n"
-                             "synchronize: cudaErrorIllegalAddress (an illegal memory access was encountered)\n"
-                             "next call: cudaErrorIllegalAddress\n")
-    assert "========= Invalid __global__ write of size 4 bytes" in result.stderr
+    check_fault(result)
     assert re.search(r"at overrun\+0x[0-9a-f]+ in fault \(sm_90 cubin\):\d+", result.stderr), result.stderr
 
 
 def test_sass_only_printf_and_assert_reach_gpuemus_vprintf_and_assertfail(sass_only_programs):
-    result = run(sass_only_programs, "printf_assert")
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0] == "host before the kernels"
-    assert sorted(lines[1:7]) == sorted(f"block {b} thread {t} says {40 + t} (20.00)" for b in (0, 1) for t in range(3))
-    assert lines[7] == "after the assert: cudaErrorAssert"
-    assert "Assertion `data[threadIdx.x] >= 0` failed in kernel checked, block (0,0,0), thread (17,0,0)" in result.stderr
+    check_printf_assert(run(sass_only_programs, "printf_assert"))
 
 
 @pytest.mark.parametrize("name, instruction", sorted(NOT_RUN_AS_SASS.items()))
