@@ -149,3 +149,24 @@ def test_a_run_refused_before_its_kernel_loads_removes_the_earlier_runs_buffers(
     missing = gpuemu(*[f"@{tmp_path}/nowhere.npy" if str(argument).endswith("b.npy") else argument
                        for argument in vecadd(tmp_path, 1.0, 4096, out, report)])
     assert missing.returncode == 2 and json.loads(report.read_text())["status"] == "error"
+
+
+def test_an_interrupt_noticed_before_run_takes_charge_still_removes_the_earlier_runs_buffers(tmp_path, monkeypatch):
+    import argparse
+
+    import emulator.cli
+    out, report = tmp_path / "out", tmp_path / "out" / "stats.json"
+    arguments = [str(argument) for argument in vecadd(tmp_path, 1.0, 4096, out, report)]
+    assert emulator.cli.main(arguments) == 0
+    parse = argparse.ArgumentParser.parse_args
+    calls = []
+
+    def interrupted_once(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return parse(self, *args, **kwargs)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", interrupted_once)
+    assert emulator.cli.main(arguments) == 130
+    assert sorted(path.name for path in out.iterdir()) == ["stats.json"]
+    assert json.loads(report.read_text())["status"] == "interrupted"

@@ -19,7 +19,8 @@ from emulator.base.errors import GpuemuError
 from emulator.base.text import printable
 from emulator.cli.common import UsageParser
 from emulator.cli.hostmalloc import keep_freed_memory
-from emulator.cli.outputs import DEFERRED_SIGNALS, Terminated
+from emulator.cli import outputs
+from emulator.cli.outputs import DEFERRED_SIGNALS, Terminated, abandon_outputs, deliver_deferred_signals
 
 #: every subcommand and the module that defines it, in the order --help lists them
 COMMANDS = {"run": "emulator.cli.run", "isa": "emulator.cli.isa", "profile": "emulator.cli.profile",
@@ -74,17 +75,19 @@ class ReaderGoneStream:
 
 def entry() -> None:
     """The `gpuemu` command: main(), then exit without the interpreter's teardown, which only frees what the
-    operating system reclaims anyway (about 30 ms of a short run). A signal that lands after main() has handled the
-    command's own (while it restores the handlers or prints) still ends in a one-line message and 143 or 130."""
+    operating system reclaims anyway (about 30 ms of a short run). Ctrl-C and SIGTERM wait until the command has
+    parsed its options (run and profile: until they can clean up their outputs); one that lands after main() has
+    handled the command's own (while it restores the handlers or prints) still ends in a one-line message and 143 or
+    130."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, DEFERRED_SIGNALS)
     try:
         signal.signal(signal.SIGTERM, _terminate)
         status = main()
-    except Terminated:
-        status = 143
-        print("gpuemu: terminated", file=sys.stderr)
-    except KeyboardInterrupt:
-        status = 130
-        print("gpuemu: interrupted", file=sys.stderr)
+    except (Terminated, KeyboardInterrupt) as error:
+        signal.pthread_sigmask(signal.SIG_BLOCK, DEFERRED_SIGNALS)
+        status, what = (143, "terminated") if isinstance(error, Terminated) else (130, "interrupted")
+        _abandon_outputs(sys.argv[1:], what)
+        print(f"gpuemu: {what}", file=sys.stderr)
     signal.pthread_sigmask(signal.SIG_BLOCK, DEFERRED_SIGNALS)
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -92,6 +95,18 @@ def entry() -> None:
         except (OSError, ValueError):
             pass
     os._exit(status)
+
+
+def _abandon_outputs(arguments: Sequence[str], status: str) -> None:
+    """Clean up after an interrupt that came before the command took charge of its outputs."""
+    try:
+        options = build_parser(arguments[0] if arguments else None).parse_args(arguments)
+    except (SystemExit, Exception):
+        return
+    try:
+        abandon_outputs(options, status)
+    except OSError:
+        pass
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -135,6 +150,7 @@ def _warn_in_one_line(message, category, filename, lineno, file=None, line=None)
 
 def _main(argv: Optional[Sequence[str]]) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    outputs.taken_charge = False
     keep_freed_memory()
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous_term = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
@@ -143,6 +159,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     try:
         parser = build_parser(arguments[0] if arguments else None)
         options = parser.parse_args(arguments)
+        if not getattr(options, "delivers_signals", False):
+            deliver_deferred_signals()
         if options.command is None:
             parser.print_help()
             return 2
@@ -151,12 +169,11 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         sys.stdout.flush()
         print(f"gpuemu: error: {error}", file=sys.stderr)
         return error.exit_status
-    except Terminated:
-        print("gpuemu: terminated", file=sys.stderr)
-        return 143
-    except KeyboardInterrupt:
-        print("gpuemu: interrupted", file=sys.stderr)
-        return 130
+    except (Terminated, KeyboardInterrupt) as error:
+        status, what = (143, "terminated") if isinstance(error, Terminated) else (130, "interrupted")
+        _abandon_outputs(arguments, what)
+        print(f"gpuemu: {what}", file=sys.stderr)
+        return status
     except MemoryError:
         print("gpuemu: error: out of host memory (try a smaller launch)", file=sys.stderr)
         return 5

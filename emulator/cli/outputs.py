@@ -17,6 +17,30 @@ TEMP_SUFFIX = ".gpuemu-tmp"
 DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+#: whether a command has taken charge of its outputs (made its RunOutputs); until then an interrupt is cleaned up
+#: by abandon_outputs
+taken_charge = False
+
+
+def deliver_deferred_signals() -> None:
+    """Let Ctrl-C and SIGTERM in again (the gpuemu command holds them back from its start until a command that
+    writes files has made its RunOutputs, so an interrupt then still removes an earlier run's files)."""
+    global taken_charge
+    taken_charge = True
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, DEFERRED_SIGNALS)
+
+
+def abandon_outputs(options, status: str) -> None:
+    """An interrupt that came before the command took charge of its outputs (one Python noticed only once the
+    command's first line ran): what run and profile would have done, the earlier run's argK.npy in --out removed
+    and the --json report saying so."""
+    if taken_charge or not getattr(options, "delivers_signals", False):
+        return
+    RunOutputs(getattr(options, "out", None)).abort()
+    if getattr(options, "json", None):
+        write_report_now(options.json, {"status": status, "message": status})
+
+
 class Terminated(BaseException):
     """SIGTERM while a command runs: its outputs are removed as for Ctrl-C; the exit status is 143."""
 

@@ -5,7 +5,7 @@ import sys
 
 from emulator.base.errors import DeviceError, UsageError
 from emulator.cli.common import Progress, add_launch_arguments, check_output_path
-from emulator.cli.outputs import RunOutputs, interrupted, write_report_now
+from emulator.cli.outputs import RunOutputs, deliver_deferred_signals, interrupted, write_report_now
 from emulator.launching import prepare_launch
 from emulator.observers.profile import Profile, render_html, render_text
 from emulator.observers.stats import MemoryStats, launch_title
@@ -28,7 +28,7 @@ def add_command(commands) -> None:
     parser.add_argument("--top", type=int, default=5, help="how many worst lines to flag (default 5)")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     parser.add_argument("--json", metavar="FILE", help="write the counters (kernel and per line) as JSON")
-    parser.set_defaults(handler=command_profile)
+    parser.set_defaults(handler=command_profile, delivers_signals=True)
 
 
 def command_profile(options) -> int:
@@ -40,6 +40,7 @@ def command_profile(options) -> int:
     stats = MemoryStats(options.bank_mode, capture_shared=True)
     outputs = RunOutputs()
     try:
+        deliver_deferred_signals()
         module, kernel, args, grid, block = prepare_launch(options)
         name = plain_name(kernel.program.name)
         with Progress(name, "CTA") as progress:

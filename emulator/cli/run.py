@@ -9,7 +9,7 @@ import numpy as np
 from emulator.base.errors import DeviceError, GpuemuError
 from emulator.cli import checks, stats, trace
 from emulator.cli.common import Progress, add_launch_arguments, check_output_directory, check_output_path
-from emulator.cli.outputs import RunOutputs, interrupted, write_report_now
+from emulator.cli.outputs import RunOutputs, deliver_deferred_signals, interrupted, write_report_now
 from emulator.launching import prepare_launch
 
 #: what `gpuemu run` can attach to a launch, in the order their reports print
@@ -30,7 +30,7 @@ def add_command(commands) -> None:
                           "--stats, --check, --trace and --schedule run in the interpreter")
     for feature in FEATURES:
         feature.add_arguments(run)
-    run.set_defaults(handler=command_run)
+    run.set_defaults(handler=command_run, delivers_signals=True)
 
 
 def command_run(options) -> int:
@@ -41,6 +41,7 @@ def command_run(options) -> int:
         check_output_path(options.json, "--json")
     outputs = options.outputs = RunOutputs(options.out)
     try:
+        deliver_deferred_signals()
         module, kernel, args, grid, block = prepare_launch(options)
         return _run(options, module, kernel, args, grid, block, outputs, plain_name(kernel.name))
     except DeviceError as error:
