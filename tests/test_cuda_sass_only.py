@@ -142,3 +142,33 @@ def test_relocatable_device_code_runs_from_its_device_linked_cubin(tmp_path, fla
                             env=dict(os.environ, LD_LIBRARY_PATH=directory))
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.endswith("sum -47 (host -47) over 196 blocks\nPASS\n")
+
+
+def _elf(sections):
+    """A 64-bit CUDA ELF image of the named sections ((name, type, data or NOBITS size)), for the reader's refusals."""
+    import struct
+    names = b"\0" + b"".join(name.encode() + b"\0" for name, _, _ in sections) + b".shstrtab\0"
+    body, headers, offset, name_at = b"", [bytes(64)], 64, 1
+    for name, kind, content in sections:
+        size = content if isinstance(content, int) else len(content)
+        headers.append(struct.pack("<IIQQQQIIQQ", name_at, kind, 0, 0, offset, size, 0, 0, 1, 0))
+        if not isinstance(content, int):
+            body += content
+            offset += len(content)
+        name_at += len(name) + 1
+    headers.append(struct.pack("<IIQQQQIIQQ", name_at, 3, 0, 0, offset, len(names), 0, 0, 1, 0))
+    body += names
+    table = 64 + len(body)
+    header = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01" + bytes(9), 2, 190, 1, 0, 0, table, 0x5a00, 64,
+                         0, 0, 64, len(headers), len(headers) - 1)
+    return header + body + b"".join(headers)
+
+
+@pytest.mark.parametrize("sections, problem", [
+    ([(".nv.info._Z1kv", 0, b"\x04\x17")], "is truncated"),
+    ([(".nv.info._Z1kv", 0, b"\x04\x17\x20\x00abc")], "is truncated"),
+    ([(".nv.global", 8, 1 << 62)], "does not fit the cubin"),
+])
+def test_a_cubin_whose_tables_lie_is_one_clear_error(sections, problem):
+    with pytest.raises(CubinError, match=problem):
+        Cubin(_elf(sections), "lying.cubin").kernel_parameters("_Z1kv")

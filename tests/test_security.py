@@ -284,6 +284,8 @@ def test_cuda_libraries_follow_the_cache_settings(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUEMU_CACHE_DIR", str(tmp_path / "mine"))
     monkeypatch.delenv("GPUEMU_NO_CACHE", raising=False)
     assert libdir.cache_root() == str(tmp_path / "mine" / "libs")
+    assert (os.stat(tmp_path / "mine").st_mode & 0o777) == 0o700
+    monkeypatch.setenv("GPUEMU_CACHE_DIR", str(tmp_path / "never"))
     monkeypatch.setenv("GPUEMU_NO_CACHE", "1")
     monkeypatch.setattr(libdir, "_private_root", None)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
@@ -291,4 +293,4 @@ def test_cuda_libraries_follow_the_cache_settings(monkeypatch, tmp_path):
     monkeypatch.setattr(tempfile, "tempdir", None)
     private = libdir.cache_root()
     assert os.path.dirname(private) == str(tmp_path) and (os.stat(private).st_mode & 0o777) == 0o700
-    assert libdir.cache_root() == private and not (tmp_path / "mine").exists()
+    assert libdir.cache_root() == private and not (tmp_path / "never").exists()

@@ -52,6 +52,7 @@ def cache_root() -> str:
     global _private_root
     root = cache.cache_root()
     if root is not None:
+        os.makedirs(root, mode=0o700, exist_ok=True)
         return os.path.join(str(root), "libs")
     if _private_root is None:
         _private_root = tempfile.mkdtemp(prefix="gpuemu-libs-")

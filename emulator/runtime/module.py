@@ -408,6 +408,9 @@ class CubinModule(SassModule):
         super().__init__(listing, source_name, device)
         memory = self.device.memory
         self.const_size = max(self.cubin.section_size(elf.CONSTANT_SECTION), 4)
+        variables = sum(self.cubin.section_size(section) + 256 for section in elf.GLOBAL_SECTIONS)
+        budget.check({"its __device__ variables": variables, "its __constant__ bank": self.const_size},
+                     self.device.max_memory, memory.bytes_in_use, f"loading {source_name}")
         self.const_base = memory.alloc(self.const_size, kind="const", name="__constant__")
         memory.write(self.const_base, np.frombuffer(self.cubin.section_bytes(elf.CONSTANT_SECTION)
                                                     or bytes(self.const_size), dtype=np.uint8))

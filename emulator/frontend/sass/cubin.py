@@ -80,6 +80,10 @@ class Cubin:
             self.relocations = self._read_relocations()
         except (struct.error, IndexError, ValueError, UnicodeDecodeError):
             raise CubinError(f"{name}: the cubin's ELF tables are truncated or malformed") from None
+        for section in self.sections:
+            beyond = section.kind != SECTION_NOBITS and section.offset + section.size > len(self.data)
+            if beyond or section.size > IMAGE_LIMIT:
+                raise CubinError(f"{name}: section '{section.name}' of {section.size:,} bytes does not fit the cubin")
 
     def _string(self, table: Section, offset: int) -> str:
         start = table.offset + offset
@@ -143,6 +147,12 @@ class Cubin:
         info = self.section_bytes(f".nv.info.{kernel}")
         if info is None:
             return None
+        try:
+            return self._parameters(info, kernel)
+        except struct.error:
+            raise CubinError(f"{self.name}: .nv.info.{kernel} is truncated") from None
+
+    def _parameters(self, info: bytes, kernel: str) -> List[tuple]:
         by_ordinal = {}
         position = 0
         while position + 2 <= len(info):
