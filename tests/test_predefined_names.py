@@ -352,3 +352,29 @@ def test_envreg6_and_envreg10_read_what_the_h100_driver_set_unless_the_launch_se
     assert out.tolist() == [0, 0, 1, 288]
     load(ENVREGS_PTX).kernel("envregs").launch(1, 1, [out], engine=engine, environment={1: 7, 10: 9})
     assert out.tolist() == [0, 7, 1, 9]
+
+
+#: sm_90 code reads %envreg<i> from constant bank 0 at 0x40 + 4i (ptxas compiles `mov %r, %envreg6` to
+#: `LDC R, c[0x0][0x58]`)
+ENVREGS_SASS = """
+	code for sm_90
+		Function : _Z7envregsPj
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   LDC.64 R2, c[0x0][0x210] ;
+        /*0020*/                   ULDC.64 UR4, c[0x0][0x208] ;
+        /*0030*/                   LDC R5, c[0x0][0x58] ;
+        /*0040*/                   LDC R6, c[0x0][0x68] ;
+        /*0050*/                   LDC R7, c[0x0][0x44] ;
+        /*0060*/                   STG.E desc[UR4][R2.64], R5 ;
+        /*0070*/                   STG.E desc[UR4][R2.64+0x4], R6 ;
+        /*0080*/                   STG.E desc[UR4][R2.64+0x8], R7 ;
+        /*0090*/                   EXIT ;
+"""
+
+
+def test_sass_reads_the_environment_registers_from_constant_bank_0():
+    out = np.zeros(3, np.uint32)
+    load(ENVREGS_SASS).kernel("_Z7envregsPj").launch(1, 1, [out])
+    assert out.tolist() == [1, 288, 0]
+    load(ENVREGS_SASS).kernel("_Z7envregsPj").launch(1, 1, [out], environment={1: 7})
+    assert out.tolist() == [1, 288, 7]

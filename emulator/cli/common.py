@@ -111,8 +111,9 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
                         help="refuse a module or launch whose host memory would exceed SIZE (e.g. 4G, 512M; "
                              "default: 75%% of the memory available, within a control group's limit)")
     parser.add_argument("--no-contract", action="store_true",
-                        help="run the PTX literally: no mul+add fused into one rounding and no .approx constants "
-                             "folded, as ptxas does (docs/fidelity.md)")
+                        help="run the PTX literally, without the two things ptxas does to it: fusing a mul and the "
+                             "add that reads it into one rounding, and folding .approx instructions of constants "
+                             "(docs/fidelity.md)")
 
 
 def is_terminal(stream) -> bool:
