@@ -285,6 +285,21 @@ def test_step_out_of_an_inlined_function_returns_to_the_callers_line(client):
     assert [frame["line"] for frame in frames] == [25]     # `float sum = square(v);`, not a later line
 
 
+def test_step_out_after_the_editor_looked_at_the_callers_frame_still_leaves_the_inlined_call(client):
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 8}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    frames = client.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert [frame["name"].partition("<")[0] for frame in frames][0] == "square"
+    client.request("scopes", frameId=frames[1]["id"])
+    client.request("evaluate", expression="sum", frameId=frames[1]["id"], context="hover")
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
+    client.request("stepOut", threadId=thread)
+    assert client.event("stopped")["body"]["reason"] == "step"
+    assert [frame["line"] for frame in client.request("stackTrace", threadId=thread)["body"]["stackFrames"]] == [25]
+
+
 def frame_lines(client, thread):
     return [(frame["name"].partition("<")[0], frame["line"])
             for frame in client.request("stackTrace", threadId=thread)["body"]["stackFrames"]]

@@ -321,3 +321,14 @@ def test_profile_json_gives_the_users_line_as_source_and_the_chain_as_inlined(mo
                         atomic[0]["inlined"]), atomic[0]["inlined"]
     own = [entry for entry in lines if entry.get("source", "").endswith("blocksum.cu:28")]
     assert own and all("inlined" not in entry for entry in own)
+
+
+def test_info_locals_in_an_inlined_frame_lists_only_the_inlined_functions_locals(monkeypatch):
+    status, out = debug(BUILD / "blocksum.G.ptx", "break blocksum.cu:8 if %tid.x == 5\nrun\ninfo locals\nup\n"
+                        "info locals\n", monkeypatch)
+    assert status == 0, out
+    inner, outer = out.split("(gpuemu) info locals\n")[1:]
+    inner_names = [line.split(" = ")[0] for line in inner.split("(gpuemu)")[0].splitlines()]
+    outer_names = [line.split(" = ")[0] for line in outer.split("(gpuemu)")[0].splitlines()]
+    assert "sum" not in inner_names and "v" not in inner_names   # the caller's sum and its v (square's argument)
+    assert "sum" in outer_names

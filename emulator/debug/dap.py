@@ -499,6 +499,8 @@ class DapServer:
     def _go(self, request, arguments, mode: Optional[str] = None, reverse: Optional[str] = None) -> None:
         """Run on as the request says; next and stepIn go by CUDA line unless its granularity is "instruction"."""
         session = self._running(arguments)
+        # DAP steps the thread's top frame: a frame the editor selected for scopes or evaluate does not carry over
+        session.select_frame(0)
         by_line = arguments.get("granularity") != "instruction"
         plan = session._plan(mode, by_line=by_line) if mode else Plan("continue")
         self.respond(request, {"allThreadsContinued": True} if request["command"] == "continue" else None)

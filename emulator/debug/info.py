@@ -147,8 +147,8 @@ class InfoCommands:
         self._show_variables(arguments=False)
 
     def _show_variables(self, arguments: bool) -> None:
-        """The selected frame's C arguments (its own function's only, an inlined one's included) or locals at
-        its pc, innermost scope first (as gdb lists them)."""
+        """The selected frame's C arguments or locals at its pc, its own function's only (an inlined call's
+        frame shows that call's, not its caller's), innermost scope first (as gdb lists them)."""
         self.session._focus_pc()
         context = self.session._context(self.session._lanes(None))
         depth = self.session.frames()[self.session.frame_number()].inline_depth
@@ -156,7 +156,7 @@ class InfoCommands:
         for variable in self.session.variables.visible(context.function, context.pc, depth):
             if variable.is_argument != arguments or variable.name in shown:
                 continue
-            if arguments and variable.inline_depth != depth:
+            if (arguments or depth) and variable.inline_depth != depth:
                 continue
             shown.add(variable.name)
             try:
