@@ -172,3 +172,17 @@ def _elf(sections):
 def test_a_cubin_whose_tables_lie_is_one_clear_error(sections, problem):
     with pytest.raises(CubinError, match=problem):
         Cubin(_elf(sections), "lying.cubin").kernel_parameters("_Z1kv")
+
+
+def test_relocatable_device_code_that_needs_linking_is_refused_in_one_line(tmp_path):
+    from emulator.cudart.libdir import library_directory
+    directory, _ = library_directory()
+    program = tmp_path / "constant_symbol"
+    subprocess.run([NVCC, "-cudart", "shared", "-rdc=true", "-o", str(program),
+                    os.path.join(PROGRAMS, "constant_symbol.cu")], check=True, capture_output=True)
+    result = subprocess.run([str(program)], capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, LD_LIBRARY_PATH=directory))
+    assert result.returncode == 1
+    assert "cudaErrorNoKernelImageForDevice" in result.stdout
+    lines = [line for line in result.stderr.splitlines() if "relocatable device code" in line]
+    assert len(lines) == 1 and "'evaluated'" in lines[0] and "build without -rdc=true" in lines[0], result.stderr

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..api import Device, Module
 from ..errors import DeviceError, GpuemuError, LaunchError
-from ..frontend.sass.cubin import CubinError
+from ..frontend.sass.cubin import CubinError, LinkedCodeError
 from ..runtime.arguments import ArgumentTypeWarning
 from ..runtime.module import CubinModule
 from . import codes, fatbin, observers
@@ -363,6 +363,8 @@ class Context:
         try:
             program = binary.name[:-len(".ptx")] if binary.name.endswith(".ptx") else binary.name
             return CubinModule(image, f"{program} (sm_{arch} cubin)", self.device)
+        except LinkedCodeError as error:
+            raise CudaError(codes.NO_KERNEL_IMAGE, str(error)) from None
         except CubinError as error:
             raise CudaError(codes.NO_KERNEL_IMAGE, f"{error}; or {fatbin.rebuild_hint(arch)}") from None
         except GpuemuError as error:

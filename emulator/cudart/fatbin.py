@@ -123,7 +123,8 @@ def choose_image(entries: List[Entry], device_arch: int, what: str) -> Entry:
 def rebuild_hint(arch: int) -> str:
     """How to build a program whose fat binary gpuemu can run without cuobjdump."""
     return (f"rebuild with -gencode arch=compute_{arch},code=[sm_{arch},compute_{arch}] to embed PTX "
-            f"(-arch=sm_{arch} alone embeds the PTX too; code=sm_{arch} alone does not)")
+            f"(-arch=sm_{arch} alone embeds the PTX too; code=sm_{arch} alone does not), and without -rdc=true "
+            f"(a program of relocatable device code keeps only SASS whatever -gencode says)")
 
 
 def ptx_kernels(text: str) -> List[str]:

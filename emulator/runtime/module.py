@@ -398,6 +398,13 @@ class CubinModule(SassModule):
                  listing: Optional[str] = None):
         from emulator.frontend.sass import cubin as elf
         self.cubin = elf.Cubin(image, source_name)
+        patched = self.cubin.code_relocations()
+        if patched:
+            first = patched[0]
+            raise elf.LinkedCodeError(f"{source_name}: its code is relocatable device code (nvcc -rdc=true), which the "
+                                      f"driver links as it loads it ({len(patched)} relocations into the code, the "
+                                      f"first of '{first.symbol.name}' in {first.section}) and gpuemu does not: build "
+                                      f"without -rdc=true")
         if listing is None:
             tool = elf.find_disassembler()
             if tool is None:

@@ -17,7 +17,8 @@ ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 SECTION_HEADER = struct.Struct("<IIQQQQIIQQ")
 SYMBOL = struct.Struct("<IBBHQQ")
 RELOCATION = struct.Struct("<QQq")
-SECTION_SYMTAB, SECTION_RELA, SECTION_NOBITS = 2, 4, 8
+RELOCATION_NO_ADDEND = struct.Struct("<QQ")
+SECTION_SYMTAB, SECTION_RELA, SECTION_NOBITS, SECTION_REL = 2, 4, 8, 9
 SYMBOL_OBJECT, SYMBOL_FUNC = 1, 2
 #: the one relocation nvcc writes into constant bank 4: a symbol's 64-bit address
 R_CUDA_64 = 2
@@ -37,6 +38,10 @@ IMAGE_LIMIT = 1 << 30
 
 class CubinError(UsageError):
     """A cubin gpuemu cannot read, or cannot turn into a SASS listing."""
+
+
+class LinkedCodeError(CubinError):
+    """A cubin of relocatable device code, which the driver links as it loads it and gpuemu does not."""
 
 
 @dataclass(frozen=True)
@@ -115,13 +120,20 @@ class Cubin:
     def _read_relocations(self) -> List[Relocation]:
         relocations = []
         for section in self.sections:
-            if section.kind != SECTION_RELA:
+            if section.kind not in (SECTION_RELA, SECTION_REL):
                 continue
             target = self.sections[section.info].name
-            for index in range(section.size // RELOCATION.size):
-                offset, info, addend = RELOCATION.unpack_from(self.data, section.offset + RELOCATION.size * index)
-                relocations.append(Relocation(target, offset, self.symbols[info >> 32], info & 0xFFFFFFFF, addend))
+            layout = RELOCATION if section.kind == SECTION_RELA else RELOCATION_NO_ADDEND
+            for index in range(section.size // layout.size):
+                offset, info, *addend = layout.unpack_from(self.data, section.offset + layout.size * index)
+                relocations.append(Relocation(target, offset, self.symbols[info >> 32], info & 0xFFFFFFFF,
+                                              addend[0] if addend else 0))
         return relocations
+
+    def code_relocations(self) -> List[Relocation]:
+        """Relocations into the code itself (.text.*): what the driver patches into instructions when it loads
+        relocatable device code (nvcc -rdc=true), such as a __device__ variable's address or a called function's."""
+        return [relocation for relocation in self.relocations if relocation.section.startswith(".text.")]
 
     @property
     def arch(self) -> int:
