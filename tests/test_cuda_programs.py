@@ -254,3 +254,11 @@ def test_gpuemu_debug_opens_the_debugger_at_the_first_launch_then_the_program_go
     assert "[Termination of CUDA Kernel 1 (add<<<(20,1,1),(256,1,1)>>>) on Device 0]" in result.stdout
     assert result.stdout.endswith("blocks 20, threads 256, c[4999] = -1499.5\nPASS\n")
     assert "GPUEMU_DEBUG: the first launch of add" in result.stderr
+
+
+def test_a_launch_refused_before_it_runs_leaves_no_trace_file(cuda_programs, tmp_path):
+    result = run(cuda_programs, "dynamic_shared", GPUEMU_TRACE=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    traces = sorted(os.listdir(tmp_path))
+    assert traces and all((tmp_path / name).stat().st_size > 0 for name in traces), traces
+    assert "cudaErrorInvalidValue" in result.stdout          # the first launch was refused: no file for it

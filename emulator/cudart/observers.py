@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import LaunchError, UsageError
 
 
 class _Stream:
@@ -85,6 +85,12 @@ class Session:
             result = kernel.launch(grid, block, args, shared, max_dynamic_shared=max_dynamic_shared,
                                    observer=combine(checker, stats, trace),
                                    max_steps=self.max_steps or DEFAULT_MAX_STEPS, **options)
+        except LaunchError:
+            if trace is not None:
+                trace.stream.close()
+                os.unlink(trace.stream.name)        # a launch refused before it ran leaves no trace
+                trace = None
+            raise
         finally:
             if trace is not None:
                 trace.stream.close()
