@@ -133,6 +133,20 @@ def ptx_kernels(text: str) -> List[str]:
 
 # ---- decompression ----
 
+def _lz4_length(data: bytes, position: int, nibble: int) -> tuple:
+    """An LZ4 length whose token nibble is given: 15 continues in bytes of 255 until a smaller one; (length,
+    position after it)."""
+    length = nibble
+    if nibble == 15:
+        while True:
+            extra = data[position]
+            position += 1
+            length += extra
+            if extra != 255:
+                break
+    return length, position
+
+
 def lz4_block_decompress(data: bytes, size: int) -> bytes:
     """An LZ4 block (nvcc's 'speed' compression and the default of CUDA 11 and 12)."""
     out = bytearray()
@@ -141,14 +155,7 @@ def lz4_block_decompress(data: bytes, size: int) -> bytes:
     while position < length:
         token = data[position]
         position += 1
-        literals = token >> 4
-        if literals == 15:
-            while True:
-                extra = data[position]
-                position += 1
-                literals += extra
-                if extra != 255:
-                    break
+        literals, position = _lz4_length(data, position, token >> 4)
         out += data[position:position + literals]
         position += literals
         if position >= length or (size and len(out) >= size):
@@ -157,14 +164,8 @@ def lz4_block_decompress(data: bytes, size: int) -> bytes:
         position += 2
         if offset == 0 or offset > len(out):
             raise FatbinError("corrupt LZ4 data in the fat binary")
-        match = (token & 15) + 4
-        if token & 15 == 15:
-            while True:
-                extra = data[position]
-                position += 1
-                match += extra
-                if extra != 255:
-                    break
+        match, position = _lz4_length(data, position, token & 15)
+        match += 4
         start = len(out) - offset
         if offset >= match:
             out += out[start:start + match]

@@ -8,7 +8,7 @@ import numpy as np
 from isa.warp import lane_mask
 
 from emulator import ir
-from emulator.machine.lanes import ALL, count_of, lanes_of, subselect
+from emulator.machine.lanes import ALL, count_of, lanes_of
 from emulator.machine.operands import reader, writer
 from emulator.machine.states import AT_BARRIER, EXITED, INF, NUM_BARRIERS, RUNNING, WARP_SYNC
 
@@ -46,7 +46,7 @@ class Barriers:
         whole_ctas = mode == "sync" and read_count is None and not batch.per_warp_barriers and batch.tpc == batch.tpc_pad
 
         def execute(pc, sel):
-            sel = self._arriving(guard, pc, sel)
+            sel = batch.guarded(guard, pc, sel)
             if sel is None:
                 return None
             ids = np.asarray(read_id(sel)).reshape(-1)
@@ -112,7 +112,7 @@ class Barriers:
         guard = batch.guard_reader(instr)
 
         def execute(pc, sel):
-            sel = self._arriving(guard, pc, sel)
+            sel = batch.guarded(guard, pc, sel)
             if sel is None:
                 return None
             lanes = lanes_of(sel, batch.n)
@@ -154,17 +154,6 @@ class Barriers:
         batch.bar_wait[waiting] = -1
         batch.rpc[waiting] = batch.resume_pc[waiting]
         return waiting
-
-    def _arriving(self, guard, pc: int, sel):
-        """The lanes of sel whose guard holds (the others move past the barrier); None when there are none."""
-        if guard is None:
-            return sel
-        active = guard(sel)
-        if np.all(active):
-            return sel
-        self.batch.rpc[subselect(sel, ~active)] = pc + 1
-        sel = subselect(sel, active)
-        return sel if len(sel) else None
 
     def _illegal(self, instr: ir.Instr, count: int, sel):
         batch = self.batch

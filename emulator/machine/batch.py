@@ -213,6 +213,18 @@ class Batch:
             return self.calls.bind(instr)
         raise self.lowering_error(instr, f"'{instr.opcode}' is not supported")
 
+    def guarded(self, guard, pc: int, sel):
+        """The lanes of sel whose guard holds (all when guard is None); the others move on to pc + 1. None when no
+        lane's guard holds."""
+        if guard is None:
+            return sel
+        active = guard(sel)
+        if np.all(active):
+            return sel
+        self.rpc[lanes_of(subselect(sel, ~active), self.n)] = pc + 1
+        sel = subselect(sel, active)
+        return sel if count_of(sel, self.n) else None
+
     def guard_reader(self, instr: ir.Instr):
         """A function sel -> whether each lane's guard predicate holds, or None for an unguarded instruction."""
         if instr.guard is None:

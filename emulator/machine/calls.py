@@ -87,14 +87,9 @@ class Calls:
         read_target = reader(batch, site.target, "u64") if site.target is not None else None
 
         def call_function(pc, sel):
-            calling = sel
-            if guard is not None:
-                taken = guard(sel)
-                if not np.all(taken):
-                    batch.rpc[lanes_of(subselect(sel, ~taken), batch.n)] = pc + 1
-                    calling = subselect(sel, taken)
-                    if count_of(calling, batch.n) == 0:
-                        return None
+            calling = batch.guarded(guard, pc, sel)
+            if calling is None:
+                return None
             lanes = lanes_of(calling, batch.n)
             if read_target is None:
                 groups = [(site.callee, lanes)]
