@@ -330,6 +330,24 @@ def test_next_and_step_in_move_by_cuda_line_unless_the_granularity_is_instructio
         assert (request, frame_lines(client, thread)) == (request, lines)
 
 
+def test_step_back_goes_back_by_cuda_line_unless_the_granularity_is_instruction(client):
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 26}])
+    client.request("configurationDone")
+    thread = client.event("stopped")["body"]["threadId"]
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
+    for _ in range(2):                                            # into the middle of line 26's instructions
+        client.request("next", threadId=thread, granularity="instruction")
+        client.event("stopped")
+    assert frame_lines(client, thread)[-1] == ("blocksum", 26)
+    client.request("stepBack", threadId=thread, granularity="instruction")
+    client.event("stopped")
+    assert frame_lines(client, thread)[-1] == ("blocksum", 26)     # one instruction back: still line 26
+    client.request("stepBack", threadId=thread)
+    assert client.event("stopped")["body"]["reason"] == "step"
+    assert frame_lines(client, thread)[-1] == ("blocksum", 25)    # sum = square(v), the line before
+
+
 def test_next_over_an_inlined_call_does_not_stop_inside_it(client):
     launch(client)
     client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 25}])

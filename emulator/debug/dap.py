@@ -505,7 +505,7 @@ class DapServer:
         plan = session._plan(mode, by_line=by_line) if mode else Plan("continue")
         self.respond(request, {"allThreadsContinued": True} if request["command"] == "continue" else None)
         if reverse:
-            self._report(("stop", session.reverse(reverse)))
+            self._report(("stop", session.reverse(reverse, by_line=by_line)))
         else:
             self._report(session.engine.resume(plan))
 

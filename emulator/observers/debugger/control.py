@@ -472,9 +472,11 @@ class Engine:
                     return Stop("watch", record.pc + 1, record.sel, thread=hit.thread, watch=hit)
         return None
 
-    def reverse(self, mode: str, focus: Tuple[int, int], count: int = 1, base_depth: int = 0) -> Stop:
+    def reverse(self, mode: str, focus: Tuple[int, int], count: int = 1, base_depth: int = 0,
+                line_changed: Optional[Callable[[int], bool]] = None) -> Stop:
         """Go back: undo records until the focused warp has gone `count` instructions back (reverse-step,
-        reverse-next) or a breakpoint or watchpoint is met (reverse-continue)."""
+        reverse-next; with line_changed, instructions at which it says the line changed) or a breakpoint or
+        watchpoint is met (reverse-continue)."""
         history = self.history
         first, end = focus
         with _interrupts_as_flag(self):
@@ -498,6 +500,8 @@ class Engine:
                 if not record.contains(first, end) or not self.session.addresses.starts_instruction(record.pc):
                     continue
                 if mode == "reverse-next" and self.depth_of(self.batch, int(record.threads_in(first, end)[0])) > base_depth:
+                    continue
+                if line_changed is not None and not line_changed(record.pc):
                     continue
                 count -= 1
                 if count == 0:

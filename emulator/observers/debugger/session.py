@@ -360,13 +360,18 @@ class DebugSession:
             return calls != start_calls or place != start_place
         return changed
 
-    def reverse(self, mode: str, count: int = 1):
+    def reverse(self, mode: str, count: int = 1, by_line: bool = False):
+        """Go back (reverse-step, reverse-next, reverse-continue); by_line: a reverse step or next goes back to
+        the last instruction of another CUDA line (or other inlined calls)."""
         batch = self._require_running()
         if self.history_limit <= 0:
             raise DebugError("Target does not support reverse execution: recording is off (--history 0).")
         focus = self._focus()
         first = focus - focus % 32
-        return self.engine.reverse(mode, (first, first + 32), count, Engine.depth_of(batch, focus))
+        line_changed = None
+        if by_line and mode in ("reverse-step", "reverse-next"):
+            line_changed = self._line_change_test(self._thread_pc(focus)[0], over_inlined=mode == "reverse-next")
+        return self.engine.reverse(mode, (first, first + 32), count, Engine.depth_of(batch, focus), line_changed)
 
     # ---- focus ----
     def _focus(self) -> int:
