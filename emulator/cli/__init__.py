@@ -97,14 +97,14 @@ def entry() -> None:
     os._exit(status)
 
 
-def _abandon_outputs(arguments: Sequence[str], status: str) -> None:
+def _abandon_outputs(arguments: Sequence[str], what: str) -> None:
     """Clean up after an interrupt that came before the command took charge of its outputs."""
     try:
         options = build_parser(arguments[0] if arguments else None).parse_args(arguments)
     except (SystemExit, Exception):
         return
     try:
-        abandon_outputs(options, status)
+        abandon_outputs(options, what)
     except OSError:
         pass
 

@@ -30,7 +30,7 @@ def deliver_deferred_signals() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, DEFERRED_SIGNALS)
 
 
-def abandon_outputs(options, status: str) -> None:
+def abandon_outputs(options, what: str) -> None:
     """An interrupt that came before the command took charge of its outputs (one Python noticed only once the
     command's first line ran): what run and profile would have done, the earlier run's argK.npy in --out removed
     and the --json report saying so."""
@@ -38,7 +38,7 @@ def abandon_outputs(options, status: str) -> None:
         return
     RunOutputs(getattr(options, "out", None)).abort()
     if getattr(options, "json", None):
-        write_report_now(options.json, {"status": status, "message": status})
+        write_report_now(options.json, {"status": "interrupted", "message": what})
 
 
 class Terminated(BaseException):
