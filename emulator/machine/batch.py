@@ -55,15 +55,15 @@ class BatchLayout:
             array.flags.writeable = False
 
 
-class Executors:
-    """Each instruction's executor bound to a batch, bound all at once or the first time it is asked for."""
+class LazyExecutors:
+    """Each instruction's executor bound to a batch the first time it is asked for."""
 
     __slots__ = ("batch", "instrs", "bound")
 
-    def __init__(self, batch: "Batch", instrs, bind_all: bool):
+    def __init__(self, batch: "Batch", instrs):
         self.batch = batch
         self.instrs = instrs
-        self.bound = [batch._bind(instr) for instr in instrs] if bind_all else [_UNBOUND] * len(instrs)
+        self.bound = [_UNBOUND] * len(instrs)
 
     def __getitem__(self, pc: int):
         executor = self.bound[pc]
@@ -134,7 +134,8 @@ class Batch:
         self.barriers = Barriers(self)
         self.calls = Calls(self)
         self.spin = SpinWatch(self)
-        self.executors = Executors(self, program.instrs, bind_all)
+        self.executors = [self._bind(instr) for instr in program.instrs] if bind_all else \
+            LazyExecutors(self, program.instrs)
         self.straight_run = self._straight_runs(program.instrs)
         self.compiled = BatchCode(code, self) if code is not None else None
 
