@@ -1293,19 +1293,23 @@ int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rota
 {{
     const uint8_t *p = R[{reg.index}];
     int64_t rounds = 0, warp_sum = 0, lane_sum = 0, parked = 0, result = -1, left_loop = 0, rotated = 0;
+    int64_t warps = 0;
+    for (int64_t i = 0; i < n; i++) warps += i == 0 || (sel[i] >> 5) != (sel[i - 1] >> 5);
     while (rounds < max_rounds) {{
         result = {unit.name}({head}, {branch.pc}, sel, n, R, S, ctx);
         if (result != -1) break;
-        int64_t warps = 0;
-        for (int64_t i = 0; i < n; i++) warps += i == 0 || (sel[i] >> 5) != (sel[i - 1] >> 5);
         warp_sum += warps;
         lane_sum += n;
         rounds++;
-        int64_t kept = 0, first_parked = parked;
+        int64_t kept = 0, first_parked = parked, kept_warps = 0;
         for (int64_t i = 0; i < n; i++) {{
             const int64_t t = sel[i];
-            if {taken} sel[kept++] = t; else park[parked++] = t;
+            if {taken} {{
+                kept_warps += kept == 0 || (t >> 5) != (sel[kept - 1] >> 5);
+                sel[kept++] = t;
+            }} else park[parked++] = t;
         }}
+        warps = kept_warps;
         if (kept == 0) {{
             memcpy(sel, park + first_parked, (size_t)n * sizeof(int64_t));
             parked = first_parked;
