@@ -332,3 +332,21 @@ def test_info_locals_in_an_inlined_frame_lists_only_the_inlined_functions_locals
     outer_names = [line.split(" = ")[0] for line in outer.split("(gpuemu)")[0].splitlines()]
     assert "sum" not in inner_names and "v" not in inner_names   # the caller's sum and its v (square's argument)
     assert "sum" in outer_names
+
+
+def test_dwarf_byte_directives_read_ptx_integer_literals():
+    from emulator.observers.debugger.dwarf import DwarfSections
+    sections = DwarfSections([".section .debug_abbrev", "{", ".b8 010,0x10,0b11,16,020U", "}"], {})
+    assert sections.sections[".debug_abbrev"] == bytes([8, 16, 3, 16, 16])
+
+
+def test_a_g_build_whose_dwarf_cannot_be_read_is_debugged_at_the_ptx_level(monkeypatch, tmp_path):
+    text = (BUILD / "blocksum.G.ptx").read_text()
+    start = text.index(".section\t.debug_info")
+    broken = text[:start] + text[start:].replace(".b8 2\n", ".b8 07777777777777777777777\n", 1).replace(
+        ".b8 1\n", ".b8 089\n", 1)
+    ptx = tmp_path / "blocksum.G.ptx"
+    ptx.write_text(broken)
+    status, out = debug(ptx, "break blocksum.cu:28\nrun\ninfo locals\nprint %tid.x\n", monkeypatch)
+    assert "internal error" not in out and status == 0, out
+    assert "No symbol table info available." in out

@@ -165,6 +165,12 @@ def test_bad_syntax_gives_file_line_column():
         Module(LISTING.format(line="IADD3 R0, , R1 ;"), "k.sass")
 
 
+def test_an_address_past_what_code_can_span_is_an_error_at_its_line():
+    listing = LISTING.format(line="NOP ;").replace("/*0010*/", "/*0d7FEFFFFFFFFFFFFF*/")
+    with pytest.raises(PTXSyntaxError, match=r"^k\.sass:5:9: error: address /\*0d7FEFFFFFFFFFFFFF\*/ is past"):
+        Module(listing, "k.sass")
+
+
 def test_branch_into_the_middle_of_nowhere_is_refused():
     with pytest.raises(PTXSyntaxError, match="branch target 0x18 is not the address of an instruction"):
         Module(LISTING.format(line="BRA 0x18 ;"), "k.sass").kernel()

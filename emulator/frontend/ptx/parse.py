@@ -70,26 +70,32 @@ def _pos(token: Token) -> S.Pos:
     return S.Pos(token.line, token.column)
 
 
+def integer_literal(text: str) -> int:
+    """A PTX integer literal's value: decimal, 0x hex, 0b binary, 0 octal, U suffix (ValueError if it is none, or
+    has more digits than Python converts)."""
+    text = text.rstrip("U")
+    negative = text.startswith("-")
+    body = text[1:] if negative or text.startswith("+") else text
+    if body[:2] in ("0x", "0X"):
+        value = int(body[2:], 16)
+    elif body[:2] in ("0b", "0B"):
+        value = int(body[2:], 2)
+    elif len(body) > 1 and body.startswith("0"):
+        value = int(body, 8)
+    else:
+        value = int(body)
+    return -value if negative else value
+
+
 def _int(token) -> int:
     """An integer literal (decimal, 0x hex, 0b binary, 0 octal, U suffix); a token with more digits than Python
     converts is an error at the token."""
-    text = str(token).rstrip("U")
-    negative = text.startswith("-")
-    body = text[1:] if negative or text.startswith("+") else text
     try:
-        if body[:2] in ("0x", "0X"):
-            value = int(body[2:], 16)
-        elif body[:2] in ("0b", "0B"):
-            value = int(body[2:], 2)
-        elif len(body) > 1 and body.startswith("0"):
-            value = int(body, 8)
-        else:
-            value = int(body)
+        return integer_literal(str(token))
     except ValueError:
         if isinstance(token, Token):
-            raise TokenError(token, f"number {_shown(text)} has too many digits") from None
+            raise TokenError(token, f"number {_shown(str(token).rstrip('U'))} has too many digits") from None
         raise
-    return -value if negative else value
 
 
 def _offset(token) -> int:

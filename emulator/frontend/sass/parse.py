@@ -12,6 +12,9 @@ from emulator.frontend.ptx.parse import TokenError, build_parser, parse_items
 from emulator.frontend.ptx.syntax import Pos
 from emulator.frontend.sass import syntax as S
 
+#: instruction addresses a listing may give: a kernel's code is far smaller than 4 GiB
+ADDRESS_LIMIT = 1 << 32
+
 _TERMINAL_WORDS = {
     "OPCODE": "an instruction", "NAME": "a register or name", "NUMBER": "a number",
     "ADDRESS": "an address such as /*0010*/", "FUNCTION": "'Function : name'", "SEMICOLON": "';'",
@@ -114,6 +117,9 @@ class _ToSyntax(Transformer):
         for item in items:
             if isinstance(item, Token) and item.type == "ADDRESS":
                 address = int(str(item)[2:-2], 16)
+                if address >= ADDRESS_LIMIT:
+                    raise TokenError(item, f"address {str(item)} is past the {ADDRESS_LIMIT:#x} bytes a kernel's "
+                                           f"code can span")
             elif isinstance(item, Token) and item.type == "OPCODE":
                 opcode = item
             elif isinstance(item, tuple) and item and item[0] == "guard":

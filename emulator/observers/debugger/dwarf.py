@@ -9,12 +9,16 @@ import io
 import re
 from typing import Dict, List, Optional, Tuple
 
+from emulator.frontend.ptx.parse import integer_literal
+
 #: reserved addresses standing for data symbols in DW_OP_addr and DW_AT_location (far above any pc)
 SYMBOL_BASE = 1 << 60
 _SYMBOL_STRIDE = 1 << 32
 _DIRECTIVE = re.compile(r"\s*\.b(8|16|32|64)\s+(.*)")
 _SECTION = re.compile(r"\s*\.section\s+(\.debug_\w+)")
 _LABEL = re.compile(r"\s*([\w$]+):\s*$")
+#: a PTX integer literal, as integer_literal reads it
+_INTEGER = re.compile(r"[-+]?(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)U?")
 
 
 class DwarfSections:
@@ -55,19 +59,19 @@ class DwarfSections:
                     pending.append((name, len(data), width, item))
                     data.extend(self._value(item, width, resolve=False))
         for section, offset, width, item in pending:
-            if not re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)", item):
+            if not _INTEGER.fullmatch(item):
                 buffer = bytearray(self.sections[section])
                 buffer[offset:offset + width] = self._value(item, width, resolve=True)
                 self.sections[section] = bytes(buffer)
 
     def _value(self, item: str, width: int, resolve: bool) -> bytes:
-        if re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)", item):
-            value = int(item, 0)
+        if _INTEGER.fullmatch(item):
+            value = integer_literal(item)
         elif not resolve:
             value = 0
         else:
             base, _, offset = item.partition("+")
-            value = self._address(base.strip()) + (int(offset, 0) if offset.strip() else 0)
+            value = self._address(base.strip()) + (integer_literal(offset.strip()) if offset.strip() else 0)
         return (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
 
     def _address(self, name: str) -> int:

@@ -100,7 +100,12 @@ class SourceVariables:
 
     @classmethod
     def of_program(cls, program) -> "SourceVariables":
-        return cls(DwarfSections(program.lines, program.labels))
+        """The program's C variables from its DWARF; none when that cannot be read (ptxas would refuse such debug
+        sections; the debugger then works at the PTX level, as for a build without -G)."""
+        try:
+            return cls(DwarfSections(program.lines, program.labels))
+        except Exception:  # pyelftools and the section reader raise many kinds on malformed bytes
+            return cls(DwarfSections([], {}))
 
     def __bool__(self) -> bool:
         return bool(self.variables)
