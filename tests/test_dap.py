@@ -164,6 +164,14 @@ def values(client, reference):
             ["variables"]}
 
 
+def stopped_at(client, line: int) -> int:
+    """Launch blocksum, stop at a breakpoint on a line of blocksum.cu; the stopped thread's id."""
+    launch(client)
+    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": line}])
+    client.request("configurationDone")
+    return client.event("stopped")["body"]["threadId"]
+
+
 def test_breakpoint_on_a_cu_line_then_locals_struct_expansion_shared_and_evaluate(client):
     launch(client)
     answer = client.request("setBreakpoints", source={"path": CU},
@@ -194,10 +202,7 @@ def test_breakpoint_on_a_cu_line_then_locals_struct_expansion_shared_and_evaluat
 
 
 def test_data_breakpoint_step_back_reverse_continue_and_the_end(client):
-    launch(client)
-    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 28}])
-    client.request("configurationDone")
-    thread = client.event("stopped")["body"]["threadId"]
+    thread = stopped_at(client, 28)
     info = client.request("dataBreakpointInfo", name="s[3]")["body"]
     assert info["dataId"] == "s[3]" and info["accessTypes"] == ["write"]
     watch = client.request("setDataBreakpoints", breakpoints=[{"dataId": "s[3]", "accessType": "write"}])
@@ -272,10 +277,7 @@ def test_the_extension_contributes_the_gpuemu_debugger_as_vs_code_documents_it()
 
 
 def test_step_out_of_an_inlined_function_returns_to_the_callers_line(client):
-    launch(client)
-    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 8}])
-    client.request("configurationDone")
-    thread = client.event("stopped")["body"]["threadId"]
+    thread = stopped_at(client, 8)
     assert client.request("stackTrace", threadId=thread)["body"]["stackFrames"][0]["name"] == "square"
     client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
     client.request("stepOut", threadId=thread)
@@ -286,10 +288,7 @@ def test_step_out_of_an_inlined_function_returns_to_the_callers_line(client):
 
 
 def test_step_out_after_the_editor_looked_at_the_callers_frame_still_leaves_the_inlined_call(client):
-    launch(client)
-    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 8}])
-    client.request("configurationDone")
-    thread = client.event("stopped")["body"]["threadId"]
+    thread = stopped_at(client, 8)
     frames = client.request("stackTrace", threadId=thread)["body"]["stackFrames"]
     assert [frame["name"].partition("<")[0] for frame in frames][0] == "square"
     client.request("scopes", frameId=frames[1]["id"])
@@ -331,10 +330,7 @@ def test_next_and_step_in_move_by_cuda_line_unless_the_granularity_is_instructio
 
 
 def test_step_back_goes_back_by_cuda_line_unless_the_granularity_is_instruction(client):
-    launch(client)
-    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 26}])
-    client.request("configurationDone")
-    thread = client.event("stopped")["body"]["threadId"]
+    thread = stopped_at(client, 26)
     client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
     for _ in range(2):                                            # into the middle of line 26's instructions
         client.request("next", threadId=thread, granularity="instruction")
@@ -349,10 +345,7 @@ def test_step_back_goes_back_by_cuda_line_unless_the_granularity_is_instruction(
 
 
 def test_next_over_an_inlined_call_does_not_stop_inside_it(client):
-    launch(client)
-    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 25}])
-    client.request("configurationDone")
-    thread = client.event("stopped")["body"]["threadId"]
+    thread = stopped_at(client, 25)
     client.request("setBreakpoints", source={"path": CU}, breakpoints=[])
     lines = []
     for _ in range(3):
@@ -363,10 +356,7 @@ def test_next_over_an_inlined_call_does_not_stop_inside_it(client):
 
 
 def test_exception_info_names_the_users_line_then_the_inlined_call_in_a_G_build(client):
-    launch(client)
-    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 8}])
-    client.request("configurationDone")
-    thread = client.event("stopped")["body"]["threadId"]
+    thread = stopped_at(client, 8)
     description = client.request("exceptionInfo", threadId=thread)["body"]["description"]
     assert re.fullmatch(r"(.*/)?blocksum\.cu:25, inlined: square at (.*/)?blocksum\.cu:8", description), description
 
@@ -571,10 +561,7 @@ def test_debug_info_false_launches_a_cu_program_built_without_G(client):
 
 
 def test_data_breakpoints_on_expanded_children_resolve_to_their_full_expression(client):
-    launch(client)
-    client.request("setBreakpoints", source={"path": CU}, breakpoints=[{"line": 24}])
-    client.request("configurationDone")
-    thread = client.event("stopped")["body"]["threadId"]
+    thread = stopped_at(client, 24)
     frame = client.request("stackTrace", threadId=thread)["body"]["stackFrames"][0]
     scopes = {scope["name"]: scope for scope in client.request("scopes", frameId=frame["id"])["body"]["scopes"]}
     shared_s = values(client, scopes["Shared"]["variablesReference"])["s"]
