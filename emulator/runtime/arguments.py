@@ -124,8 +124,10 @@ class HostRegion:
         """Write the device bytes back into each writable array, in its own layout and byte order. A region of one
         array goes back COPY_CHUNK bytes at a time, each chunk's device pages given back once copied (the region
         is freed next), so the copy never holds the data twice; a chunk that was zeros and still is stays as it
-        is (its host pages untouched)."""
+        is (its host pages untouched). A region under RELEASE_FROM bytes keeps its device pages: the next launch's
+        allocations reuse them instead of faulting in fresh ones."""
         alone = len(self.views) == 1
+        give_back = alone and self.nbytes >= RELEASE_FROM
         for array, offset in self.views:
             if not (array.nbytes and array.flags.writeable):
                 continue
@@ -139,12 +141,14 @@ class HostRegion:
                 device = memory.view(self.address + offset + start, end - start)
                 if not (start in self.zero_chunks and not device.any()):
                     flat[start:end] = device
-                if alone:
+                if give_back:
                     memory.release(self.address + offset + start, end - start)
 
 
 #: bytes copied to or from the device at a time (what a copy holds twice at most)
 COPY_CHUNK = 4 << 20
+#: regions at least this large give their device pages back as they are copied back
+RELEASE_FROM = 32 << 20
 
 
 def _flat_bytes(array: np.ndarray):

@@ -94,7 +94,10 @@ static inline uint64_t gx_r64_3(double x, uint64_t first, uint64_t second, uint6
 }
 /* The memory core's checks for one lane, inline: where its bytes are, or NULL when the lane needs the core itself
    (a fault to report, or anything unusual); the caller then hands the whole instruction to gm_load or gm_store. */
-typedef struct { int64_t hit, first, end; uint8_t *base; } gx_memo;
+/* one access's memo: the last allocation it hit (global: the bytes an aligned access may touch there without
+   another check, g_len 0 when none) and the last CTA's shared memory */
+typedef struct { int64_t hit, first, end; uint8_t *base; uint64_t g_start, g_len; uint8_t *g_base; } gx_memo;
+#define GX_MEMO_INIT {-1, 0, 0, NULL, 0, 0, NULL}
 static inline uint8_t *gx_window(const gm_memory *mem, int shared, uint64_t offset, int64_t t, uint64_t width,
                                  gx_memo *memo) {
     uint64_t limit = shared ? mem->shared_limit : mem->local_limit;
@@ -110,10 +113,13 @@ static inline uint8_t *gx_window(const gm_memory *mem, int shared, uint64_t offs
     }
     return memo->base + offset;
 }
-static inline uint8_t *gx_global(const gm_memory *mem, uint64_t addr, uint64_t width, int writes, int64_t *hit) {
+static inline uint8_t *gx_global(const gm_memory *mem, uint64_t addr, uint64_t width, int writes, gx_memo *memo) {
+    uint64_t inside = addr - memo->g_start;
+    if (inside < memo->g_len && width <= memo->g_len - inside && !(addr & (width - 1)))
+        return memo->g_base + inside;
     if ((addr & (width - 1)) || addr < mem->null_limit)
         return NULL;
-    int64_t i = *hit;
+    int64_t i = memo->hit;
     if (!(i >= 0 && addr >= mem->alloc_start[i] && addr - mem->alloc_start[i] < mem->alloc_size[i])) {
         int64_t lo = 0, hi = mem->n_allocs;
         while (lo < hi) {
@@ -123,17 +129,26 @@ static inline uint8_t *gx_global(const gm_memory *mem, uint64_t addr, uint64_t w
         i = lo - 1;
         if (i < 0 || addr - mem->alloc_start[i] >= mem->alloc_size[i])
             return NULL;
-        *hit = i;
+        memo->hit = i;
     }
     uint8_t flags = mem->alloc_flags[i];
-    uint64_t inside = addr - mem->alloc_start[i], size = mem->alloc_size[i], offset = mem->alloc_offset[i];
+    uint64_t start = mem->alloc_start[i], size = mem->alloc_size[i], offset = mem->alloc_offset[i];
+    inside = addr - start;
     if ((flags & GM_ALLOC_FREED) || (writes && (flags & GM_ALLOC_READ_ONLY)) || width > size - inside)
         return NULL;
+    uint8_t *base;
     if (flags & GM_ALLOC_HOST)
-        return (uint8_t *)(uintptr_t)offset + inside;
-    if (mem->global_bytes == NULL || offset > mem->global_len || size > mem->global_len - offset)
+        base = (uint8_t *)(uintptr_t)offset;
+    else if (mem->global_bytes == NULL || offset > mem->global_len || size > mem->global_len - offset)
         return NULL;
-    return mem->global_bytes + offset + inside;
+    else
+        base = mem->global_bytes + offset;
+    if (start >= mem->null_limit) {
+        memo->g_start = start;
+        memo->g_len = size;
+        memo->g_base = base;
+    }
+    return base + inside;
 }
 static inline uint8_t *gx_resolve(const gm_memory *mem, int space, uint64_t addr, int64_t t, uint64_t width, int writes,
                                   gx_memo *memo) {
@@ -145,7 +160,7 @@ static inline uint8_t *gx_resolve(const gm_memory *mem, int space, uint64_t addr
         if (addr - mem->local_window_base < mem->window_size)
             return gx_window(mem, 0, addr - mem->local_window_base, t, width, memo);
     }
-    return gx_global(mem, addr, width, writes, &memo->hit);
+    return gx_global(mem, addr, width, writes, memo);
 }
 /* .ftz: a subnormal f32 operand is a zero of its sign */
 static inline uint32_t gx_ftz32(uint32_t b) { return (b & 0x7f800000u) ? b : (b & 0x80000000u); }
@@ -281,7 +296,7 @@ class MemoryEmitter:
         write = self.emitter.write_bits
         writes = [f"{{ {element} e; memcpy(&e, p + {index * size}, {size}); {write(ref, t.name, 'e')} }}"
                   for index, ref in enumerate(registers)]
-        return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit); "
+        return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit_{instr.pc}); "
                 f"if (!p) goto ROLLBACK; {' '.join(writes)}")
 
     def store(self, instr: ir.Instr) -> str:
@@ -971,14 +986,9 @@ class Generated:
     entry_live: Optional[frozenset] = None
 
 
-#: lanes a chunk of a region runs through all of its instructions before the next chunk starts
-CHUNK_LANES = 128
 #: instructions of one region function at most (the C compiler's time grows faster than a function's length)
 REGION_LIMIT = 48
-CHUNK_PRELUDE = r"""
-#define CLANES(...) \
-    if (sel) { for (int64_t i_ = c0; i_ < c1; i_++) { const int64_t t = sel[i_]; __VA_ARGS__ } } \
-    else { for (int64_t i_ = c0; i_ < c1; i_++) { const int64_t t = i_; __VA_ARGS__ } }
+LANES_PRELUDE = r"""
 #define ILANES(...) for (int64_t i = 0; i < n; i++) { const int64_t t = sel ? sel[i] : i; __VA_ARGS__ }
 """
 
@@ -1006,8 +1016,8 @@ def _needs_saving(instrs: List[_Compiled]) -> List[int]:
 
 
 def _local_registers(items: List[_Compiled], live_after: set) -> set:
-    """Registers a region can keep in chunk buffers when it runs whole: each is first written unconditionally (never
-    read before), and no instruction after the region reads the value it leaves."""
+    """Registers a region can keep in C variables: each is first written unconditionally (never read before), and no
+    instruction after the region reads the value it leaves."""
     seen, local = set(), set()
     for item in items:
         for reg in item.reads:
@@ -1021,25 +1031,21 @@ def _local_registers(items: List[_Compiled], live_after: set) -> set:
 
 _WRITE = re.compile(r"\br(\d+)\[t\] = (.*?);")
 _READ = re.compile(r"\br(\d+)\[t\]")
+_LOAD_MEMO = re.compile(r"&hit_(\d+)\)")
 
 
-def _localized(body: str, local: set, storage: Dict[int, np.dtype]) -> str:
-    """body with the local registers' reads and writes in chunk buffers; a partial run (part) also keeps the arrays."""
+def _localized(body: str, local: set) -> str:
+    """body with the local registers' reads and writes in the lane's C variables."""
     if not local:
         return body
 
     def reads(text: str) -> str:
-        return _READ.sub(lambda m: f"(part ? r{m.group(1)}[t] : l{m.group(1)}[i_ - c0])"
-                         if int(m.group(1)) in local else m.group(0), text)
+        return _READ.sub(lambda m: f"l{m.group(1)}" if int(m.group(1)) in local else m.group(0), text)
     out, position = [], 0
     for match in _WRITE.finditer(body):
         out.append(reads(body[position:match.start()]))
         reg, value = int(match.group(1)), reads(match.group(2))
-        if reg in local:
-            out.append(f"{{ const {_register_type(storage[reg])} w_ = {value}; l{reg}[i_ - c0] = w_; "
-                       f"if (part) r{reg}[t] = w_; }}")
-        else:
-            out.append(f"r{reg}[t] = {value};")
+        out.append(f"{'l' if reg in local else 'r'}{reg}{'' if reg in local else '[t]'} = {value};")
         position = match.end()
     out.append(reads(body[position:]))
     return "".join(out)
@@ -1047,44 +1053,40 @@ def _localized(body: str, local: set, storage: Dict[int, np.dtype]) -> str:
 
 def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict[str, int],
             live_after: Optional[set] = None) -> str:
-    """A region of lane instructions as a function: lanes in chunks of CHUNK_LANES run through it; a load the inline
-    checks refuse puts back the registers the region changed that it needs again and returns -2 - lo (the
-    interpreter then runs the region). Registers no later instruction reads (live_after: those it may; None: all)
-    live in chunk buffers when the region runs whole."""
+    """A region of lane instructions as a function that runs each lane through all of them, lane after lane: exact,
+    because a region changes no memory (loads only) and each lane's registers are its own. Registers no later
+    instruction reads (live_after: those it may; None: all) live in C variables. A load the inline checks refuse
+    puts back the registers the region changed that it read first and returns -2 - lo; so does a run that does not
+    cover the whole region: the interpreter then runs it, reporting any fault itself."""
     first, last = items[0].pc, items[-1].pc + 1
     local = _local_registers(items, live_after) if live_after is not None else set()
     used = set().union(*(item.reads | item.writes for item in items))
     has_load = any("ROLLBACK" in item.body for item in items)
     lines = [f"static int64_t gx_region_{first}(int64_t lo, int64_t hi, const int64_t *sel, int64_t n, void **R, "
-             "void **S, gx_context *ctx)", "{"]
-    lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used)]
+             "void **S, gx_context *ctx)", "{", f"    if (lo != {first} || hi != {last}) return -2 - lo;"]
+    lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used - local)]
     lines += [f"    const uint32_t *s{slot} = S[{slot}];" for slot in sorted(specials.values())]
-    lines += ["    const gm_memory *mem = ctx->memory;", "    gx_memo hit = {-1, 0, 0, NULL};", "    (void)S; (void)mem; (void)hit;"]
-    lines += [f"    {_register_type(storage[index])} l{index}[{CHUNK_LANES}];" for index in sorted(local)]
-    lines.append(f"    const int part = !(lo == {first} && hi == {last}); (void)part;")
-    if has_load:
-        precise = _needs_saving(items)
-        anywhere = sorted(set().union(*(item.writes for item in items)) & set().union(*(item.reads for item in items)))
-        for which, registers in (("precise", precise), ("anywhere", anywhere)):
-            saves = " ".join(f"ctx->save[(int64_t){slot} * n + i] = r{reg}[t];" for slot, reg in enumerate(registers))
-            restores = " ".join(f"r{reg}[t] = ({_register_type(storage[reg])})ctx->save[(int64_t){slot} * n + i];"
-                                for slot, reg in enumerate(registers))
-            lines.append(f"#define SAVE_{which}_{first} ILANES({saves})")
-            lines.append(f"#define RESTORE_{which}_{first} ILANES({restores})")
-        lines.append(f"    const int precise = lo == {first};")
-        lines.append(f"    if (precise) {{ SAVE_precise_{first} }} else {{ SAVE_anywhere_{first} }}")
-    lines.append(f"    for (int64_t c0 = 0; c0 < n; c0 += {CHUNK_LANES}) {{")
-    lines.append(f"        const int64_t c1 = c0 + {CHUNK_LANES} < n ? c0 + {CHUNK_LANES} : n;")
-    lines.append("        switch (lo) {")
-    for item in items:
-        lines.append(f"        case {item.pc}: if (hi <= {item.pc}) break;")
-        lines.append(f"            CLANES({_localized(item.body, local, storage).replace('ROLLBACK', 'rollback')})")
-    lines.append("        }")
-    lines.append("    }")
+    lines += ["    const gm_memory *mem = ctx->memory;", "    (void)S; (void)mem;"]
+    memos = sorted({int(pc) for item in items for pc in _LOAD_MEMO.findall(item.body)})
+    lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
+    saved = _needs_saving(items)
+    if has_load and saved:
+        lines.append("    ILANES(" + " ".join(f"ctx->save[(int64_t){slot} * n + i] = r{reg}[t];"
+                                             for slot, reg in enumerate(saved)) + ")")
+    declarations = " ".join(f"{_register_type(storage[index])} l{index};" for index in sorted(local))
+    body = " ".join(f"do {{ {_localized(item.body, local).replace('ROLLBACK', 'rollback')} }} while (0);"
+                    for item in items)
+    lines.append(f"#define LANE_{first} {{ {declarations} {body} }}")
+    lines.append(f"    if (sel) {{ for (int64_t i_ = 0; i_ < n; i_++) {{ const int64_t t = sel[i_]; LANE_{first} }} }}")
+    lines.append(f"    else {{ for (int64_t t = 0; t < n; t++) LANE_{first} }}")
+    lines.append(f"#undef LANE_{first}")
     lines.append("    return -1;")
     if has_load:
         lines.append("rollback:")
-        lines.append(f"    if (precise) {{ RESTORE_precise_{first} }} else {{ RESTORE_anywhere_{first} }}")
+        if saved:
+            lines.append("    ILANES(" + " ".join(
+                f"r{reg}[t] = ({_register_type(storage[reg])})ctx->save[(int64_t){slot} * n + i];"
+                for slot, reg in enumerate(saved)) + ")")
         lines.append("    return -2 - lo;")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -1095,7 +1097,7 @@ def _store_function(item: _Compiled, storage: Dict[int, np.dtype]) -> str:
              "{"]
     lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];"
               for index in sorted(item.reads | item.writes)]
-    lines += ["    const gm_memory *mem = ctx->memory;", "    gx_memo hit = {-1, 0, 0, NULL};", "    (void)S;",
+    lines += ["    const gm_memory *mem = ctx->memory;", "    gx_memo hit = GX_MEMO_INIT;", "    (void)S;",
               f"    {item.body}", "    return -1;", "}"]
     return "\n".join(lines) + "\n"
 
@@ -1250,8 +1252,7 @@ def generate(program: ir.Program, uniform) -> Generated:
             for item in region:
                 plan.region_end[item.pc] = last
             if any("ROLLBACK" in item.body for item in region):
-                reads = set().union(*(item.reads for item in region))
-                saved_most = max(saved_most, len(set().union(*(item.writes for item in region)) & reads))
+                saved_most = max(saved_most, len(_needs_saving(region)))
         bodies.append("".join(parts))
         bodies.append(
             f"int64_t {plan.name}(int64_t from, int64_t to, const int64_t *sel, int64_t n, void **R, void **S, "
@@ -1261,7 +1262,7 @@ def generate(program: ir.Program, uniform) -> Generated:
     bodies += [_loop_function(head, branch, unit) for head, (branch, unit) in sorted(loops.items())]
     entry_live = None if live is None or not instrs else \
         frozenset(reg for reg in range(len(program.registers)) if live[0] >> reg & 1)
-    return Generated(PRELUDE + CHUNK_PRELUDE + "\n" + "\n".join(bodies), units, specials, scalar_slots, statics,
+    return Generated(PRELUDE + LANES_PRELUDE + "\n" + "\n".join(bodies), units, specials, scalar_slots, statics,
                      saved_most, {head: branch.pc for head, (branch, _) in loops.items()}, entry_live)
 
 
