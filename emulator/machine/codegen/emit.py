@@ -75,22 +75,29 @@ static inline uint32_t gx_b32(float x) { uint32_t bits; memcpy(&bits, &x, 4); re
 static inline uint64_t gx_b64(double x) { uint64_t bits; memcpy(&bits, &x, 8); return bits; }
 static inline int gx_nan32(uint32_t b) { return (b & 0x7fffffffu) > 0x7f800000u; }
 static inline int gx_nan64(uint64_t b) { return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
-/* f32 results: any NaN becomes the canonical 0x7fffffff */
-static inline uint32_t gx_r32(float x) { uint32_t b = gx_b32(x); return gx_nan32(b) ? 0x7fffffffu : b; }
+/* f32 results: any NaN becomes the canonical 0x7fffffff. A branch to a cold function, not a select, keeps a chain of
+   float results in floating-point registers. */
+__attribute__((noinline, cold)) static float gx_canonical32(void) { return gx_f32(0x7fffffffu); }
+static inline uint32_t gx_r32(float x) { if (__builtin_expect(x != x, 0)) x = gx_canonical32(); return gx_b32(x); }
 /* f64 results: a NaN result is the first NaN operand in the ISA's order, quieted, else the default NaN */
 static inline uint64_t gx_n64_2(uint64_t first, uint64_t second) {
     if (gx_nan64(first)) return first | 0x0008000000000000ull;
     if (gx_nan64(second)) return second | 0x0008000000000000ull;
     return 0xfff8000000000000ull;
 }
+__attribute__((noinline, cold)) static double gx_nan64_2(uint64_t first, uint64_t second) {
+    return gx_f64(gx_n64_2(first, second));
+}
+__attribute__((noinline, cold)) static double gx_nan64_3(uint64_t first, uint64_t second, uint64_t third) {
+    return gx_f64(gx_nan64(first) ? first | 0x0008000000000000ull : gx_n64_2(second, third));
+}
 static inline uint64_t gx_r64_2(double x, uint64_t first, uint64_t second) {
-    uint64_t b = gx_b64(x); return gx_nan64(b) ? gx_n64_2(first, second) : b;
+    if (__builtin_expect(x != x, 0)) x = gx_nan64_2(first, second);
+    return gx_b64(x);
 }
 static inline uint64_t gx_r64_3(double x, uint64_t first, uint64_t second, uint64_t third) {
-    uint64_t b = gx_b64(x);
-    if (!gx_nan64(b)) return b;
-    if (gx_nan64(first)) return first | 0x0008000000000000ull;
-    return gx_n64_2(second, third);
+    if (__builtin_expect(x != x, 0)) x = gx_nan64_3(first, second, third);
+    return gx_b64(x);
 }
 /* The memory core's checks for one lane, inline: where its bytes are, or NULL when the lane needs the core itself
    (a fault to report, or anything unusual); the caller then hands the whole instruction to gm_load or gm_store. */
@@ -150,15 +157,16 @@ static inline uint8_t *gx_global(const gm_memory *mem, uint64_t addr, uint64_t w
     }
     return base + inside;
 }
+/* memo: this access's allocation memo (global); cta: the CTA memo every access of the lane shares (shared) */
 static inline uint8_t *gx_resolve(const gm_memory *mem, int space, uint64_t addr, int64_t t, uint64_t width, int writes,
-                                  gx_memo *memo) {
-    if (space == GM_SPACE_SHARED) return gx_window(mem, 1, addr, t, width, memo);
-    if (space == GM_SPACE_LOCAL) return gx_window(mem, 0, addr, t, width, memo);
+                                  gx_memo *memo, gx_memo *cta) {
+    if (space == GM_SPACE_SHARED) return gx_window(mem, 1, addr, t, width, cta);
+    if (space == GM_SPACE_LOCAL) return gx_window(mem, 0, addr, t, width, cta);
     if (space == GM_SPACE_GENERIC) {
         if (addr - mem->shared_window_base < mem->window_size)
-            return gx_window(mem, 1, addr - mem->shared_window_base, t, width, memo);
+            return gx_window(mem, 1, addr - mem->shared_window_base, t, width, cta);
         if (addr - mem->local_window_base < mem->window_size)
-            return gx_window(mem, 0, addr - mem->local_window_base, t, width, memo);
+            return gx_window(mem, 0, addr - mem->local_window_base, t, width, cta);
     }
     return gx_global(mem, addr, width, writes, memo);
 }
@@ -296,7 +304,7 @@ class MemoryEmitter:
         write = self.emitter.write_bits
         writes = [f"{{ {element} e; memcpy(&e, p + {index * size}, {size}); {write(ref, t.name, 'e')} }}"
                   for index, ref in enumerate(registers)]
-        return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit_{instr.pc}); "
+        return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit_{instr.pc}, &cta); "
                 f"if (!p) goto ROLLBACK; {' '.join(writes)}")
 
     def store(self, instr: ir.Instr) -> str:
@@ -306,7 +314,7 @@ class MemoryEmitter:
         element = _uint(size * 8)
         pc = instr.pc
         gather = f"ctx->addresses[m] = {address_expr}; ctx->threads[m] = t;"
-        resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit)"
+        resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit, &hit)"
         packs = [f"{{ {element} e = {self.emitter.read_bits(ref, t.name)}; memcpy(p + {index * size}, &e, {size}); }}"
                  for index, ref in enumerate(registers)]
         check = f"int fast = 1; LANES({guard} if (!{resolve}) {{ fast = 0; break; }})"
@@ -352,7 +360,7 @@ class MemoryEmitter:
         general = "\n".join(lines)
         if type_name not in ("b32", "u32", "s32", "b64", "u64", "s64"):
             return f"{{ {general} }}"
-        resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit)"
+        resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit, &hit)"
         values = [f"{element} v{index} = {emitter.read_bits(ref, type_name)};" for index, ref in enumerate(rest)]
         second = "v1" if op == "cas" else "0"
         apply = (f"{{ uint8_t *p = {resolve}; {element} old; memcpy(&old, p, {width}); {' '.join(values)} "
@@ -1031,7 +1039,7 @@ def _local_registers(items: List[_Compiled], live_after: set) -> set:
 
 _WRITE = re.compile(r"\br(\d+)\[t\] = (.*?);")
 _READ = re.compile(r"\br(\d+)\[t\]")
-_LOAD_MEMO = re.compile(r"&hit_(\d+)\)")
+_LOAD_MEMO = re.compile(r"&hit_(\d+), &cta\)")
 
 
 def _localized(body: str, local: set) -> str:
@@ -1069,6 +1077,8 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     lines += ["    const gm_memory *mem = ctx->memory;", "    (void)S; (void)mem;"]
     memos = sorted({int(pc) for item in items for pc in _LOAD_MEMO.findall(item.body)})
     lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
+    if memos:
+        lines.append("    gx_memo cta = GX_MEMO_INIT;")
     saved = _needs_saving(items)
     if has_load and saved:
         lines.append("    ILANES(" + " ".join(f"ctx->save[(int64_t){slot} * n + i] = r{reg}[t];"
