@@ -222,6 +222,8 @@ class Launch:
         remaining = max_steps
         code = program_code(self.program, self.uniform_registers(), self.engine, self.memory, self.observer,
                             self.policy)
+        #: archs for which every instruction of the program has been bound once (a later launch binds lazily)
+        bound = self.program.__dict__.setdefault("_gpuemu_bound_archs", set())
         while cta < total_ctas:
             count = min(ctas_per_batch, total_ctas - cta)
             self.memory.set_windows(n_ctas=count, threads_per_cta=config.padded_threads_per_cta,
@@ -229,7 +231,8 @@ class Launch:
                                     local_bytes=self.local_sink + sink if sink else local_bytes)
             batch = Batch(config, self.program, self.memory, cta, count, layout=self.batch_layout(count),
                           uniform=self.uniform_registers(), observer=self.observer, policy=self.policy,
-                          code=code, bind_all=cta == 0)
+                          code=code, bind_all=cta == 0 and config.arch not in bound)
+            bound.add(config.arch)
             if self.observer is not None:
                 self.observer.begin_batch(batch)
             try:

@@ -93,12 +93,11 @@ class ProgramCode:
         self.generated, self.units_at = generated, units_at
 
     def scratch(self, n: int):
-        """Buffers for n lanes (addresses, threads, bytes for the memory core; registers a region may put back),
-        kept for the next batch: fresh pages for every batch would cost more than the work."""
+        """Buffers for n lanes (addresses, threads, bytes for the memory core), kept for the next batch: fresh pages
+        for every batch would cost more than the work."""
         if self._scratch is None or self._scratch[0].size < n:
             self._scratch = (np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.int64),
-                             np.empty(n * 32, dtype=np.uint8),
-                             np.empty(max(1, self.generated.saved_registers * n), dtype=np.uint64))
+                             np.empty(n * 32, dtype=np.uint8))
         return self._scratch
 
     def interpreted(self, steps: int, thread_instructions: int) -> bool:
@@ -186,8 +185,7 @@ class BatchCode:
         context.const_base = batch.config.const_base
         context.param_base = batch.config.param_base
         if any(unit.has_memory for unit in generated.units):
-            addresses, threads, data, save = code.scratch(batch.n)
-            context.save = ffi.cast("uint64_t *", save.ctypes.data)
+            addresses, threads, data = code.scratch(batch.n)
             context.addresses = ffi.cast("uint64_t *", addresses.ctypes.data)
             context.threads = ffi.cast("int64_t *", threads.ctypes.data)
             context.data = ffi.cast("uint8_t *", data.ctypes.data)
@@ -258,10 +256,13 @@ class BatchCode:
             raise RuntimeError(f"compiled unit {unit.name} has no code for pc {pc}")
         redo = -2 - result
         batch.steps += redo - pc
-        for index in range(redo, min(stop, unit.region_end[redo])):
+        end = min(stop, unit.region_end[redo])
+        done = self.context.resume
+        rest = sel if done == 0 else (np.arange(done, batch.n, dtype=np.int64) if sel is ALL else sel[done:])
+        for index in range(redo, end):
             batch.steps += 1
-            execs[index](sel)
-        return min(stop, unit.region_end[redo])
+            execs[index](rest)
+        return end
 
     def loop(self, pc: int, sel, others: int, backward: int, rotate_limit: int):
         """Rounds of the compiled loop whose head is pc, for as long as the scheduler would keep the group in it and
@@ -313,7 +314,7 @@ class BatchCode:
         if result != -1:
             next_pc = self._after(result, unit, pc, branch.pc, sel)
             if next_pc != branch.pc:
-                raise RuntimeError(f"compiled loop at pc {pc} stopped inside its body")
+                self.run(next_pc, branch.pc, sel)
             count = branch.pc - pc
             batch.warp_instructions += batch._warps_in(sel) * count
             batch.thread_instructions += (batch.n if sel is ALL else len(sel)) * count

@@ -9,6 +9,7 @@ temporary directory and loaded from it, and nothing is stored.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.machinery
 import importlib.util
 import io
@@ -43,6 +44,7 @@ class CompileError(RuntimeError):
     """The C compiler refused generated code or is missing."""
 
 
+@functools.lru_cache(maxsize=None)
 def compiler() -> Optional[str]:
     """The C compiler to use, or None when there is none (or no Python headers to build an extension with)."""
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"

@@ -46,7 +46,7 @@ CONTEXT = """typedef struct {
     uint8_t *data;
     const uint64_t *statics;
     const uint64_t *scalars;
-    uint64_t *save;
+    int64_t resume;
     uint64_t const_base;
     uint64_t param_base;
 } gx_context;
@@ -120,10 +120,9 @@ static inline uint8_t *gx_window(const gm_memory *mem, int shared, uint64_t offs
     }
     return memo->base + offset;
 }
-static inline uint8_t *gx_global(const gm_memory *mem, uint64_t addr, uint64_t width, int writes, gx_memo *memo) {
-    uint64_t inside = addr - memo->g_start;
-    if (inside < memo->g_len && width <= memo->g_len - inside && !(addr & (width - 1)))
-        return memo->g_base + inside;
+__attribute__((noinline)) static uint8_t *gx_global(const gm_memory *mem, uint64_t addr, uint64_t width, int writes,
+                                                   gx_memo *memo) {
+    uint64_t inside;
     if ((addr & (width - 1)) || addr < mem->null_limit)
         return NULL;
     int64_t i = memo->hit;
@@ -168,6 +167,9 @@ static inline uint8_t *gx_resolve(const gm_memory *mem, int space, uint64_t addr
         if (addr - mem->local_window_base < mem->window_size)
             return gx_window(mem, 0, addr - mem->local_window_base, t, width, cta);
     }
+    uint64_t inside = addr - memo->g_start;
+    if (__builtin_expect(inside < memo->g_len && width <= memo->g_len - inside && !(addr & (width - 1)), 1))
+        return memo->g_base + inside;
     return gx_global(mem, addr, width, writes, memo);
 }
 /* .ftz: a subnormal f32 operand is a zero of its sign */
@@ -317,8 +319,9 @@ class MemoryEmitter:
         resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit, &hit)"
         packs = [f"{{ {element} e = {self.emitter.read_bits(ref, t.name)}; memcpy(p + {index * size}, &e, {size}); }}"
                  for index, ref in enumerate(registers)]
-        check = f"int fast = 1; LANES({guard} if (!{resolve}) {{ fast = 0; break; }})"
-        direct = f"LANES({guard} {{ uint8_t *p = {resolve}; {' '.join(packs)} }})"
+        check = (f"int fast = 1; int64_t k = 0; uint8_t **where = (uint8_t **)ctx->data; "
+                 f"LANES({guard} if (!(where[k++] = {resolve})) {{ fast = 0; break; }})")
+        direct = f"k = 0; LANES({guard} {{ uint8_t *p = where[k++]; {' '.join(packs)} }})"
         general = (f"int64_t m = 0; gx_fault f; LANES({guard} {gather} "
                    f"{{ uint8_t *p = ctx->data + (uint64_t)m * {width}; {' '.join(packs)} }} m++;)\n"
                    f"  if (m && ((gx_store_fn)ctx->store)(ctx->memory, {space_code}, ctx->addresses, ctx->threads, "
@@ -363,11 +366,12 @@ class MemoryEmitter:
         resolve = f"gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 1, &hit, &hit)"
         values = [f"{element} v{index} = {emitter.read_bits(ref, type_name)};" for index, ref in enumerate(rest)]
         second = "v1" if op == "cas" else "0"
-        apply = (f"{{ uint8_t *p = {resolve}; {element} old; memcpy(&old, p, {width}); {' '.join(values)} "
+        apply = (f"{{ uint8_t *p = where[k++]; {element} old; memcpy(&old, p, {width}); {' '.join(values)} "
                  f"{element} e = ({element})gx_atomic_int({ATOMIC_OPS[op]}, {int(type_name[0] == 's')}, old, v0, "
                  f"{second}, {(1 << (8 * width)) - 1}ull); memcpy(p, &e, {width}); e = old; {write} }}")
-        return (f"{{ int fast = 1; LANES({guard} if (!{resolve}) {{ fast = 0; break; }})\n"
-                f"  if (fast) {{ LANES({guard} {apply}) }} else {{ {general} }} }}")
+        return (f"{{ int fast = 1; int64_t k = 0; uint8_t **where = (uint8_t **)ctx->data; "
+                f"LANES({guard} if (!(where[k++] = {resolve})) {{ fast = 0; break; }})\n"
+                f"  if (fast) {{ k = 0; LANES({guard} {apply}) }} else {{ {general} }} }}")
 
     def _address(self, ref: ir.AddrRef, space: str) -> Tuple[int, str]:
         """(memory core space code, C expression of the lane's uint64 address) as AddressPlan resolves them."""
@@ -985,8 +989,6 @@ class Generated:
     specials: Dict[str, int]
     scalar_specials: Dict[str, int]
     statics: List
-    #: registers a chunked region may have to put back (the most of any region): scratch of this many words a lane
-    saved_registers: int
     #: compiled loops: head pc -> the pc of the branch back to it (gx_loop_<head>)
     loops: Dict[int, int] = field(default_factory=dict)
     #: the registers some path from the program's start reads before writing (None: not worked out), the only ones
@@ -996,11 +998,6 @@ class Generated:
 
 #: instructions of one region function at most (the C compiler's time grows faster than a function's length)
 REGION_LIMIT = 48
-LANES_PRELUDE = r"""
-#define ILANES(...) for (int64_t i = 0; i < n; i++) { const int64_t t = sel ? sel[i] : i; __VA_ARGS__ }
-"""
-
-
 @dataclass
 class _Compiled:
     pc: int
@@ -1064,14 +1061,16 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     """A region of lane instructions as a function that runs each lane through all of them, lane after lane: exact,
     because a region changes no memory (loads only) and each lane's registers are its own. Registers no later
     instruction reads (live_after: those it may; None: all) live in C variables. A load the inline checks refuse
-    puts back the registers the region changed that it read first and returns -2 - lo; so does a run that does not
-    cover the whole region: the interpreter then runs it, reporting any fault itself."""
+    puts back what its lane changed that the lane read first and returns -2 - lo with ctx->resume the lanes before it,
+    which have run the region; so does a run that does not cover the whole region (resume 0). The interpreter then
+    runs the region for the other lanes, reporting any fault itself."""
     first, last = items[0].pc, items[-1].pc + 1
     local = _local_registers(items, live_after) if live_after is not None else set()
     used = set().union(*(item.reads | item.writes for item in items))
     has_load = any("ROLLBACK" in item.body for item in items)
     lines = [f"static int64_t gx_region_{first}(int64_t lo, int64_t hi, const int64_t *sel, int64_t n, void **R, "
-             "void **S, gx_context *ctx)", "{", f"    if (lo != {first} || hi != {last}) return -2 - lo;"]
+             "void **S, gx_context *ctx)", "{",
+             f"    if (lo != {first} || hi != {last}) {{ ctx->resume = 0; return -2 - lo; }}"]
     lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used - local)]
     lines += [f"    const uint32_t *s{slot} = S[{slot}];" for slot in sorted(specials.values())]
     lines += ["    const gm_memory *mem = ctx->memory;", "    (void)S; (void)mem;"]
@@ -1079,24 +1078,21 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
     if memos:
         lines.append("    gx_memo cta = GX_MEMO_INIT;")
-    saved = _needs_saving(items)
-    if has_load and saved:
-        lines.append("    ILANES(" + " ".join(f"ctx->save[(int64_t){slot} * n + i] = r{reg}[t];"
-                                             for slot, reg in enumerate(saved)) + ")")
+    saved = _needs_saving(items) if has_load else []
+    lines += [f"    {_register_type(storage[reg])} k{reg} = 0;" for reg in saved]
+    lines.append("    int64_t done = 0, t = 0;")
+    keep = " ".join(f"k{reg} = r{reg}[t];" for reg in saved)
     declarations = " ".join(f"{_register_type(storage[index])} l{index};" for index in sorted(local))
     body = " ".join(f"do {{ {_localized(item.body, local).replace('ROLLBACK', 'rollback')} }} while (0);"
                     for item in items)
-    lines.append(f"#define LANE_{first} {{ {declarations} {body} }}")
-    lines.append(f"    if (sel) {{ for (int64_t i_ = 0; i_ < n; i_++) {{ const int64_t t = sel[i_]; LANE_{first} }} }}")
-    lines.append(f"    else {{ for (int64_t t = 0; t < n; t++) LANE_{first} }}")
+    lines.append(f"#define LANE_{first} {{ {keep} {declarations} {body} }}")
+    lines.append(f"    if (sel) {{ for (; done < n; done++) {{ t = sel[done]; LANE_{first} }} }}")
+    lines.append(f"    else {{ for (; done < n; done++) {{ t = done; LANE_{first} }} }}")
     lines.append(f"#undef LANE_{first}")
     lines.append("    return -1;")
     if has_load:
         lines.append("rollback:")
-        if saved:
-            lines.append("    ILANES(" + " ".join(
-                f"r{reg}[t] = ({_register_type(storage[reg])})ctx->save[(int64_t){slot} * n + i];"
-                for slot, reg in enumerate(saved)) + ")")
+        lines.append("    " + " ".join(f"r{reg}[t] = k{reg};" for reg in saved) + " ctx->resume = done;")
         lines.append("    return -2 - lo;")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -1197,7 +1193,6 @@ def generate(program: ir.Program, uniform) -> Generated:
     statics: List = []
     units: List[UnitPlan] = []
     bodies: List[str] = []
-    saved_most = 0
     pending: List[Tuple[UnitPlan, List[_Compiled]]] = []
     pc = 0
     while pc < len(instrs):
@@ -1261,8 +1256,6 @@ def generate(program: ir.Program, uniform) -> Generated:
                          f"{last}; break;")
             for item in region:
                 plan.region_end[item.pc] = last
-            if any("ROLLBACK" in item.body for item in region):
-                saved_most = max(saved_most, len(_needs_saving(region)))
         bodies.append("".join(parts))
         bodies.append(
             f"int64_t {plan.name}(int64_t from, int64_t to, const int64_t *sel, int64_t n, void **R, void **S, "
@@ -1272,8 +1265,8 @@ def generate(program: ir.Program, uniform) -> Generated:
     bodies += [_loop_function(head, branch, unit) for head, (branch, unit) in sorted(loops.items())]
     entry_live = None if live is None or not instrs else \
         frozenset(reg for reg in range(len(program.registers)) if live[0] >> reg & 1)
-    return Generated(PRELUDE + LANES_PRELUDE + "\n" + "\n".join(bodies), units, specials, scalar_slots, statics,
-                     saved_most, {head: branch.pc for head, (branch, _) in loops.items()}, entry_live)
+    return Generated(PRELUDE + "\n" + "\n".join(bodies), units, specials, scalar_slots, statics,
+                     {head: branch.pc for head, (branch, _) in loops.items()}, entry_live)
 
 
 def _loops(program: ir.Program, units: List[UnitPlan]) -> Dict[int, Tuple[ir.Instr, UnitPlan]]:
