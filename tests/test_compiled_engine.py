@@ -458,3 +458,53 @@ def test_no_cache_compiles_in_a_private_directory_and_stores_nothing(tmp_path, m
     ffi, lib, seconds = codegen_build.build_module(source, names)
     assert seconds > 0 and hasattr(lib, names[0])
     assert not (tmp_path / "cache").exists()
+
+
+FAULT_IN_LOOP = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry gather(.param .u64 data, .param .u64 out, .param .u32 bad)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<3>;
+    ld.param.u64 %rd1, [data];
+    ld.param.u64 %rd5, [out];
+    ld.param.u32 %r6, [bad];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, 0;
+    mov.u32 %r3, 0;
+$L_loop:
+    setp.eq.u32 %p2, %r1, %r6;
+    selp.u32 %r4, 4096, %r1, %p2;
+    mul.wide.u32 %rd2, %r4, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r5, [%rd3];
+    add.u32 %r2, %r2, %r5;
+    add.u32 %r3, %r3, 1;
+    setp.lt.u32 %p1, %r3, 3;
+    @%p1 bra $L_loop;
+    mul.wide.u32 %rd6, %r1, 4;
+    add.s64 %rd7, %rd5, %rd6;
+    st.global.u32 [%rd7], %r2;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("bad", [0, 77, 127, 1000])
+def test_a_load_faulting_in_a_middle_lane_of_a_compiled_loop_reports_what_the_interpreter_reports(bad):
+    """Lane `bad` reads past the end of data; the lanes before it have already run the region when the compiled code
+    hands the rest to the interpreter, and the lanes' sums (read before written) must not be counted twice."""
+    reports = {}
+    for engine in ("interpreter", "compiled"):
+        out = np.zeros(128, dtype=np.uint32)
+        data = np.arange(128, dtype=np.uint32) * 3
+        reports[engine] = (_launch(FAULT_IN_LOOP, "gather", 1, 128, [data, out, np.uint32(bad)], engine),
+                           out.tolist())
+    assert reports["compiled"] == reports["interpreter"]
+    if bad < 128:
+        assert f"thread ({bad},0,0)" in reports["compiled"][0]
+    else:
+        assert reports["compiled"][1] == [3 * 3 * lane for lane in range(128)]
