@@ -66,6 +66,10 @@ class LaunchStats:
         return data
 
 
+#: batch layouts kept between launches (the most recently used last)
+RECENT_LAYOUTS = 4
+_RECENT_LAYOUTS: Dict[tuple, BatchLayout] = {}
+
 class Launch:
     """One kernel launch: configuration checks, parameter buffer, CTA batches, and the errors it can end in."""
 
@@ -107,16 +111,25 @@ class Launch:
         self._check_configuration(max_dynamic_shared)
 
     def uniform_registers(self) -> Set[int]:
-        """The program's launch-uniform registers (emulator.uniform), worked out once per launch."""
+        """The program's launch-uniform registers (emulator.uniform), worked out once per program."""
         if self._uniform is None:
-            self._uniform = uniform_registers(self.program)
+            self._uniform = self.program.__dict__.get("_gpuemu_uniform")
+            if self._uniform is None:
+                self._uniform = self.program.__dict__["_gpuemu_uniform"] = frozenset(uniform_registers(self.program))
         return self._uniform
 
     def batch_layout(self, n_ctas: int) -> BatchLayout:
-        """The thread indices of a batch of n_ctas CTAs, built once per size."""
+        """The thread indices of a batch of n_ctas CTAs, built once per size (and kept for the next launches of
+        the same block shape: they are read-only)."""
         layout = self._layouts.get(n_ctas)
         if layout is None:
-            layout = self._layouts[n_ctas] = BatchLayout(self.config, n_ctas)
+            config = self.config
+            key = (config.block, config.threads_per_cta, config.padded_threads_per_cta, n_ctas)
+            layout = _RECENT_LAYOUTS.pop(key, None) or BatchLayout(config, n_ctas)
+            _RECENT_LAYOUTS[key] = layout
+            while len(_RECENT_LAYOUTS) > RECENT_LAYOUTS:
+                del _RECENT_LAYOUTS[next(iter(_RECENT_LAYOUTS))]
+            self._layouts[n_ctas] = layout
         return layout
 
     def _check_configuration(self, max_dynamic_shared: Optional[int]) -> None:

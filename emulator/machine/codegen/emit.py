@@ -1057,13 +1057,15 @@ def _localized(body: str, local: set) -> str:
 
 
 def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict[str, int],
-            live_after: Optional[set] = None) -> str:
+            live_after: Optional[set] = None, uniform: frozenset = frozenset()) -> str:
     """A region of lane instructions as a function that runs each lane through all of them, lane after lane: exact,
     because a region changes no memory (loads only) and each lane's registers are its own. Registers no later
     instruction reads (live_after: those it may; None: all) live in C variables. A load the inline checks refuse
     puts back what its lane changed that the lane read first and returns -2 - lo with ctx->resume the lanes before it,
     which have run the region; so does a run that does not cover the whole region (resume 0). The interpreter then
-    runs the region for the other lanes, reporting any fault itself."""
+    runs the region for the other lanes, reporting any fault itself. Launch-uniform registers (uniform: every thread
+    wrote the same value in the prologue, and the generated code never writes them) are read once, from the first
+    lane."""
     first, last = items[0].pc, items[-1].pc + 1
     local = _local_registers(items, live_after) if live_after is not None else set()
     used = set().union(*(item.reads | item.writes for item in items))
@@ -1081,10 +1083,15 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     saved = _needs_saving(items) if has_load else []
     lines += [f"    {_register_type(storage[reg])} k{reg} = 0;" for reg in saved]
     lines.append("    int64_t done = 0, t = 0;")
+    constant = sorted((used & set(uniform)) - set().union(*(item.writes for item in items)))
+    lines += [f"    const {_register_type(storage[reg])} u{reg} = n ? r{reg}[sel ? sel[0] : 0] : 0;" for reg in constant]
     keep = " ".join(f"k{reg} = r{reg}[t];" for reg in saved)
     declarations = " ".join(f"{_register_type(storage[index])} l{index};" for index in sorted(local))
     body = " ".join(f"do {{ {_localized(item.body, local).replace('ROLLBACK', 'rollback')} }} while (0);"
                     for item in items)
+    if constant:
+        body = re.sub(r"\br(\d+)\[t\]", lambda m: f"u{m.group(1)}" if int(m.group(1)) in constant else m.group(0),
+                      body)
     lines.append(f"#define LANE_{first} {{ {keep} {declarations} {body} }}")
     lines.append(f"    if (sel) {{ for (; done < n; done++) {{ t = sel[done]; LANE_{first} }} }}")
     lines.append(f"    else {{ for (; done < n; done++) {{ t = done; LANE_{first} }} }}")
@@ -1250,7 +1257,7 @@ def generate(program: ir.Program, uniform) -> Generated:
             live_after = None
             if live is not None:
                 live_after = {reg for reg in range(len(program.registers)) if live[last] >> reg & 1} | set(uniform)
-            parts.append(_region(region, plan.registers, specials, live_after))
+            parts.append(_region(region, plan.registers, specials, live_after, frozenset(uniform)))
             cases.append(f"        case {first} ... {last - 1}: result = gx_region_{first}(pc, to < {last} ? to : "
                          f"{last}, sel, n, R, S, ctx); if (result != -1) return result; pc = to < {last} ? to : "
                          f"{last}; break;")
@@ -1299,12 +1306,20 @@ int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rota
     int64_t rounds = 0, warp_sum = 0, lane_sum = 0, parked = 0, result = -1, left_loop = 0, rotated = 0;
     int64_t warps = 0;
     for (int64_t i = 0; i < n; i++) warps += i == 0 || (sel[i] >> 5) != (sel[i - 1] >> 5);
+    int64_t dense = 1;
+    for (int64_t i = 0; i < n && dense; i++) dense = sel[i] == i;
     while (rounds < max_rounds) {{
-        result = {unit.name}({head}, {branch.pc}, sel, n, R, S, ctx);
+        result = {unit.name}({head}, {branch.pc}, dense ? NULL : sel, n, R, S, ctx);
         if (result != -1) break;
         warp_sum += warps;
         lane_sum += n;
         rounds++;
+        int64_t stay = 1;
+        for (int64_t i = 0; i < n && stay; i++) {{ const int64_t t = sel[i]; stay = {taken}; }}
+        if (stay) {{
+            if (others_finite && ++rotated >= rotate_left) break;
+            continue;
+        }}
         int64_t kept = 0, first_parked = parked, kept_warps = 0;
         for (int64_t i = 0; i < n; i++) {{
             const int64_t t = sel[i];
@@ -1321,6 +1336,7 @@ int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rota
             break;
         }}
         n = kept;
+        dense = 0;
         if (parked) others_finite = 1;
         if (others_finite && ++rotated >= rotate_left) break;
     }}
