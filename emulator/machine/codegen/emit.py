@@ -1,12 +1,12 @@
 """C source for a program's straight-line stretches: one function per maximal run of instructions it can compile.
 
-Each generated function runs instructions `from` up to `to` of its run for the lanes of a selection, one
-instruction at a time over every lane (the interpreter's order), reading and writing the batch's register
-arrays in place. Memory instructions call the memory core (the same checks, the same bytes) and write their
-registers only once every lane's access succeeded, so a faulting instruction has changed nothing: the function
-returns its pc and the interpreter runs it again to report the fault exactly as it always does.
-An instruction whose semantics are not written here exactly (rounding modes, .ftz, .sat, half types, SFU
-functions, warp-wide and tensor instructions, atomics, ...) ends a run; the interpreter executes it.
+Inside a run, stores and atomics run one instruction over every lane (every lane checked before any changes
+memory, lanes in order); everything between them is a region that runs each lane through all of its instructions,
+lane after lane, with the region's temporaries in C variables. A region changes no memory, so that order computes
+what the interpreter's instruction-at-a-time order computes. An access the inline checks refuse hands the rest of
+the work back: the interpreter runs it again and reports any fault exactly as it always does.
+An instruction whose semantics are not written here exactly (rounding modes, .sat floats, half types, SFU functions,
+warp-wide and tensor instructions, ...) ends a run; the interpreter executes it.
 """
 from __future__ import annotations
 
