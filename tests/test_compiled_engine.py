@@ -12,6 +12,7 @@ import pytest
 from emulator.base.errors import DeviceError, UsageError
 from emulator.machine.codegen import build as codegen_build
 from emulator.machine.codegen.emit import generate
+from emulator.machine.policies import make_policy
 from emulator.ir.uniform import uniform_registers
 from emulator.runtime.module import Device, Module
 from emulator.runtime.spec import read_launches
@@ -26,7 +27,7 @@ SLOW = bool(os.environ.get("GPUEMU_SLOW_TESTS"))
 pytestmark = pytest.mark.skipif(codegen_build.compiler() is None, reason="no C compiler for the compiled engine")
 
 
-def _run(spec, engine):
+def _run(spec, engine, policy=None):
     stdout = io.StringIO()
     module = Module(spec.ptx.read_text(encoding="utf-8", errors="replace"), str(spec.ptx), Device(stdout=stdout))
     for name, value in spec.constants().items():
@@ -34,7 +35,7 @@ def _run(spec, engine):
     args = spec.arguments()
     kernel = module.kernel(spec.kernel)
     try:
-        stats = kernel.launch(spec.grid, spec.block, args, spec.shared, engine=engine)
+        stats = kernel.launch(spec.grid, spec.block, args, spec.shared, engine=engine, policy=policy)
     except DeviceError as error:
         return ("fault", error.cuda_error, str(error))
     outputs = [arg.tobytes() for arg in args if isinstance(arg, np.ndarray)]
@@ -59,6 +60,22 @@ def test_example_is_bit_identical_in_both_engines(spec):
         return
     assert compiled[1] == interpreted[1], "outputs differ"
     assert compiled[2:] == interpreted[2:], "printed text or counters differ"
+
+
+RANDOM_SCHEDULE_EXAMPLES = ("vecadd", "matmul", "histogram", "dot", "collatz", "atomic32shared", "fences", "localarray",
+                            "reduce_divergent_sync", "transpose", "warpops", "constcoef", "faults", "printf")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("spec", [spec for spec in SPECS if spec.directory.name in RANDOM_SCHEDULE_EXAMPLES],
+                         ids=lambda s: f"{s.directory.name}-{s.name}")
+def test_random_schedule_runs_the_same_turns_in_both_engines(spec, seed):
+    """A random schedule's turns run compiled code where they cover it whole: the same seed gives the same run,
+    outputs and counters in both engines."""
+    if not SLOW and _program_length(spec) > QUICK_PROGRAM_LIMIT:
+        pytest.skip(f"more than {QUICK_PROGRAM_LIMIT} instructions to compile (GPUEMU_SLOW_TESTS=1 runs it)")
+    runs = [_run(spec, engine, make_policy("random", seed)) for engine in ("interpreter", "compiled")]
+    assert runs[1] == runs[0]
 
 
 def _corpus(name):

@@ -278,12 +278,15 @@ class Batch:
         compiled = self.compiled
         while True:
             if compiled is not None and not rotating and fast:
-                looped = compiled.loop(pc, sel, others, backward, SPIN_ROTATE)
+                steps = self.steps
+                looped = compiled.loop(pc, sel, others, backward, SPIN_ROTATE,
+                                       None if turn_limit is None else turn_limit - turn)
                 if looped is not None:
                     pc, sel, others, backward = looped
                     lanes = count_of(sel, self.n)
                     warps = self._warps_in(sel)
-                    if pc >= others:
+                    turn += self.steps - steps
+                    if pc >= others or (turn_limit is not None and turn >= turn_limit):
                         self.rpc[sel] = pc
                         return
             if fast and straight_run[pc] > 1:

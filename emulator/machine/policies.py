@@ -123,6 +123,9 @@ class RandomSchedule(_WarpPolicy):
     drawn warp included. A turn of several warps may end before a store or an atomic (STOP_BEFORE_STORES); a turn
     that starts at one runs it for a random share of its warps."""
 
+    #: its turns run on the compiled engine as well (a turn is a run of instructions like any other)
+    compiled_turns = True
+
     def __init__(self, seed: int, *, independent_groups: bool = True):
         super().__init__()
         self.seed = int(seed)

@@ -118,7 +118,8 @@ def program_code(program: ir.Program, uniform, engine: str, memory, observer, po
     """The program's code for a launch, or None when it runs in the interpreter: engine "interpreter"; under an
     observer (its hooks see each instruction and access) or a scheduling policy; on the numpy memory core; for
     SASS; without a C compiler under "auto" (under "compiled" that is an error)."""
-    if engine == "interpreter" or observer is not None or policy is not None:
+    if engine == "interpreter" or observer is not None or (policy is not None
+                                                           and not getattr(policy, "compiled_turns", False)):
         return None
     if memory.backend != "c" or getattr(program, "arch", None) is not None:
         if engine == "compiled" and memory.backend != "c":
@@ -264,7 +265,7 @@ class BatchCode:
             execs[index](rest)
         return end
 
-    def loop(self, pc: int, sel, others: int, backward: int, rotate_limit: int):
+    def loop(self, pc: int, sel, others: int, backward: int, rotate_limit: int, turn_left: Optional[int] = None):
         """Rounds of the compiled loop whose head is pc, for as long as the scheduler would keep the group in it and
         no check is due (the step limit, the spin watch, the rotation after rotate_limit backward branches while
         other groups wait). Returns None when no round ran, else (pc, sel, others, backward): pc is the head again,
@@ -282,6 +283,8 @@ class BatchCode:
         rounds = (batch.max_steps - batch.steps) // per_round
         if batch.spin_limit:
             rounds = min(rounds, batch.spin.next_check - batch.backward_branches - 1)
+        if turn_left is not None:
+            rounds = min(rounds, turn_left // per_round)
         rotate_left = rotate_limit - backward - 1
         if rounds <= 0 or rotate_left <= 0:
             return None
