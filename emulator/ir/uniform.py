@@ -1,8 +1,9 @@
 """Which registers hold one value for a whole launch, so that instructions can read them as scalars.
 
-A register qualifies when every write to it sits in the kernel's prologue — the straight-line code
+A register qualifies when its one write sits in the kernel's prologue — the straight-line code
 from the entry up to the first label or control instruction, which every thread runs exactly once
-before anything else — is unguarded, and computes only from launch-uniform inputs: immediates,
+before anything else — is unguarded, is not preceded by a read of it, and computes only from
+launch-uniform inputs: immediates,
 symbol addresses, kernel parameters, constant-bank words at fixed addresses, %ntid/%nctaid-like
 special registers and other such registers. Their arrays are still written in full (the debugger,
 traces and checkers read them); readers inside the interpreter take the scalar instead.
@@ -75,13 +76,54 @@ def _uniform_load(instr: ir.Instr, uniform: Set[int]) -> bool:
     return address.base is not None and address.base.reg.index in uniform
 
 
+def _registers_in(ref, found: Set[int]) -> None:
+    if isinstance(ref, ir.RegRef):
+        found.add(ref.reg.index)
+    elif isinstance(ref, ir.NotRef):
+        found.add(ref.reg.reg.index)
+    elif isinstance(ref, ir.AddrRef) and ref.base is not None:
+        found.add(ref.base.reg.index)
+    elif isinstance(ref, ir.VecRef):
+        for item in ref.items:
+            _registers_in(item, found)
+
+
+def _read(instr: ir.Instr) -> Set[int]:
+    """Every register an instruction may read: its sources, an address's base, its guard."""
+    found: Set[int] = set()
+    has_dest = instr.decoded is not None and instr.decoded.signature.dest is not None
+    for position, ref in enumerate(instr.operands):
+        if position == 0 and has_dest:
+            if isinstance(ref, ir.AddrRef):
+                _registers_in(ref, found)
+            continue
+        _registers_in(ref, found)
+    if instr.guard is not None:
+        found.add(instr.guard[0].index)
+    return found
+
+
+def _not_single_definitions(prologue) -> Set[int]:
+    """Registers the prologue writes more than once, or reads before it writes them: under a schedule that runs some
+    warps further than others, threads would see different values of them at one time."""
+    written: Set[int] = set()
+    excluded: Set[int] = set()
+    for instr in prologue:
+        excluded.update(_read(instr) - written)
+        for index in _written(instr):
+            if index in written:
+                excluded.add(index)
+            written.add(index)
+    return excluded
+
+
 def uniform_registers(program: ir.Program) -> Set[int]:
-    """Indices of the registers whose every write is a launch-uniform value computed in the prologue."""
+    """Indices of the registers whose one write is a launch-uniform value computed in the prologue."""
     uniform: Set[int] = set()
     if any(instr.op_class == "sass" for instr in program.instrs):
         return uniform
-    written_elsewhere: Set[int] = set()
     prologue = list(_prologue(program))
+    written_elsewhere: Set[int] = _not_single_definitions(prologue)
     prologue_pcs = {instr.pc for instr in prologue}
     for instr in program.instrs:
         if instr.pc not in prologue_pcs:
