@@ -46,7 +46,8 @@ class CompileError(RuntimeError):
 
 @functools.lru_cache(maxsize=None)
 def compiler() -> Optional[str]:
-    """The C compiler to use, or None when there is none (or no Python headers to build an extension with)."""
+    """The C compiler to use, or None when there is none (or no Python headers to build an extension with); looked
+    up once per process (CC or PATH changed later are not seen)."""
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
     program = shutil.which(cc.split()[0]) or shutil.which("gcc") or shutil.which("cc")
     include = sysconfig.get_paths().get("include")
