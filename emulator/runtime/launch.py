@@ -70,6 +70,7 @@ class LaunchStats:
 RECENT_LAYOUTS = 4
 _RECENT_LAYOUTS: Dict[tuple, BatchLayout] = {}
 
+
 class Launch:
     """One kernel launch: configuration checks, parameter buffer, CTA batches, and the errors it can end in."""
 

@@ -116,8 +116,9 @@ class ProgramCode:
 
 def program_code(program: ir.Program, uniform, engine: str, memory, observer, policy) -> Optional[ProgramCode]:
     """The program's code for a launch, or None when it runs in the interpreter: engine "interpreter"; under an
-    observer (its hooks see each instruction and access) or a scheduling policy; on the numpy memory core; for
-    SASS; without a C compiler under "auto" (under "compiled" that is an error)."""
+    observer (its hooks see each instruction and access) or a scheduling policy whose turns are not runs of
+    instructions (one without compiled_turns); on the numpy memory core; for SASS; without a C compiler under
+    "auto" (under "compiled" that is an error)."""
     if engine == "interpreter" or observer is not None or (policy is not None
                                                            and not getattr(policy, "compiled_turns", False)):
         return None
@@ -268,9 +269,9 @@ class BatchCode:
     def loop(self, pc: int, sel, others: int, backward: int, rotate_limit: int, turn_left: Optional[int] = None):
         """Rounds of the compiled loop whose head is pc, for as long as the scheduler would keep the group in it and
         no check is due (the step limit, the spin watch, the rotation after rotate_limit backward branches while
-        other groups wait). Returns None when no round ran, else (pc, sel, others, backward): pc is the head again,
-        the branch (the body handed an instruction to the interpreter) or the pc after the branch (every lane
-        left the loop)."""
+        other groups wait, the end of a scheduling policy's turn after turn_left instructions). Returns None when
+        no round ran, else (pc, sel, others, backward): pc is the head again, the branch (the body handed an
+        instruction to the interpreter) or the pc after the branch (every lane left the loop)."""
         code = self.code
         batch = self.batch
         entry = code.loops.get(pc) if code.ready else None

@@ -250,7 +250,7 @@ class UnitPlan:
     array_specials: Dict[str, int] = field(default_factory=dict)
     scalar_specials: Dict[str, int] = field(default_factory=dict)
     has_memory: bool = False
-    #: for each pc of a chunked region, where that region ends
+    #: for each pc of a region, where that region ends
     region_end: Dict[int, int] = field(default_factory=dict)
 
 
@@ -306,7 +306,8 @@ class MemoryEmitter:
         write = self.emitter.write_bits
         writes = [f"{{ {element} e; memcpy(&e, p + {index * size}, {size}); {write(ref, t.name, 'e')} }}"
                   for index, ref in enumerate(registers)]
-        return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit_{instr.pc}, &cta); "
+        return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit_{instr.pc}, "
+                f"&cta); "
                 f"if (!p) goto ROLLBACK; {' '.join(writes)}")
 
     def store(self, instr: ir.Instr) -> str:
@@ -921,8 +922,8 @@ class Emitter:
 
     def instruction(self, instr: ir.Instr) -> Tuple[str, str]:
         """(kind, C): kind "store" is a whole instruction over every lane (LANES); "lane" is the per-lane
-        statements (guard included) of an instruction a chunk of lanes runs, where a load that needs the memory
-        core jumps to ROLLBACK."""
+        statements (guard included) of an instruction of a region, where a load that needs the memory core jumps
+        to ROLLBACK."""
         if instr.control != ir.STRAIGHT or instr.decoded is None or id(instr.decoded.family) not in _PTX_FAMILIES:
             raise Unsupported("not a PTX straight-line instruction")
         self.reads, self.writes = set(), set()
@@ -1084,7 +1085,8 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     lines += [f"    {_register_type(storage[reg])} k{reg} = 0;" for reg in saved]
     lines.append("    int64_t done = 0, t = 0;")
     constant = sorted((used & set(uniform)) - set().union(*(item.writes for item in items)))
-    lines += [f"    const {_register_type(storage[reg])} u{reg} = n ? r{reg}[sel ? sel[0] : 0] : 0;" for reg in constant]
+    lines += [f"    const {_register_type(storage[reg])} u{reg} = n ? r{reg}[sel ? sel[0] : 0] : 0;"
+              for reg in constant]
     keep = " ".join(f"k{reg} = r{reg}[t];" for reg in saved)
     declarations = " ".join(f"{_register_type(storage[index])} l{index};" for index in sorted(local))
     body = " ".join(f"do {{ {_localized(item.body, local).replace('ROLLBACK', 'rollback')} }} while (0);"
