@@ -308,7 +308,7 @@ class MemoryEmitter:
                   for index, ref in enumerate(registers)]
         return (f"const uint8_t *p = gx_resolve(mem, {space_code}, {address_expr}, t, {width}, 0, &hit_{instr.pc}, "
                 f"&cta); "
-                f"if (!p) goto ROLLBACK; {' '.join(writes)}")
+                f"if (__builtin_expect(!p, 0)) goto ROLLBACK; {' '.join(writes)}")
 
     def store(self, instr: ir.Instr) -> str:
         t, width, registers, space_code, address_expr = self._access(instr, load=False)
@@ -1062,9 +1062,10 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     """A region of lane instructions as a function that runs each lane through all of them, lane after lane: exact,
     because a region changes no memory (loads only) and each lane's registers are its own. Registers no later
     instruction reads (live_after: those it may; None: all) live in C variables. A load the inline checks refuse
-    puts back what its lane changed that the lane read first and returns -2 - lo with ctx->resume the lanes before it,
-    which have run the region; so does a run that does not cover the whole region (resume 0). The interpreter then
-    runs the region for the other lanes, reporting any fault itself. Launch-uniform registers (uniform: every thread
+    puts back what its lane changed that the lane read first (of the registers written before the last load: nothing
+    faults after it) and returns -2 - lo with ctx->resume the lanes before it, which have run the region; so does a
+    run that does not cover the whole region (resume 0). The interpreter then runs the region for the other lanes,
+    reporting any fault itself. Launch-uniform registers (uniform: every thread
     wrote the same value in the prologue, and the generated code never writes them) are read once, from the first
     lane."""
     first, last = items[0].pc, items[-1].pc + 1
@@ -1081,7 +1082,9 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
     if memos:
         lines.append("    gx_memo cta = GX_MEMO_INIT;")
-    saved = _needs_saving(items) if has_load else []
+    last_load = max((index for index, item in enumerate(items) if "ROLLBACK" in item.body), default=-1)
+    written_before = set().union(*(item.writes for item in items[:last_load]))
+    saved = [reg for reg in _needs_saving(items) if reg in written_before]
     lines += [f"    {_register_type(storage[reg])} k{reg} = 0;" for reg in saved]
     lines.append("    int64_t done = 0, t = 0;")
     constant = sorted((used & set(uniform)) - set().union(*(item.writes for item in items)))
