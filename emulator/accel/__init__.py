@@ -1,4 +1,5 @@
-"""Optional C accelerators for semantics numpy lacks (fused multiply-add); None when not built."""
+"""Optional C accelerators: semantics numpy lacks (fused multiply-add; None when not built), and the schedulers' lane
+scans over a batch's per-thread pcs (numpy when not built, with the same results)."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,6 +28,49 @@ def _fma(dtype, function, ctype):
 
 fma_f32 = _fma(np.float32, _lib.ga_fma_f32, "float") if _lib is not None else None
 fma_f64 = _fma(np.float64, _lib.ga_fma_f64, "double") if _lib is not None else None
+
+
+def warp_lowest(pcs: np.ndarray) -> np.ndarray:
+    """Per warp of 32 threads, the lowest of their pcs (int32)."""
+    if _lib is None:
+        return pcs.reshape(-1, 32).min(axis=1)
+    lowest = np.empty(len(pcs) // 32, dtype=np.int32)
+    _lib.gl_warp_lowest(_ffi.from_buffer("int32_t[]", pcs), len(lowest), _ffi.from_buffer("int32_t[]", lowest))
+    return lowest
+
+
+def lanes_at(pcs: np.ndarray, warps: np.ndarray, pc: int, none: int) -> tuple:
+    """(the threads of warps, ascending int64 indices, whose pc is pc; the lowest pc of their other threads, none when
+    there is no other). warps: ascending warp indices."""
+    if _lib is None:
+        lanes = (warps[:, None] * 32 + np.arange(32, dtype=np.int64)).reshape(-1)
+        at_pc = pcs[lanes]
+        at = at_pc == pc
+        return lanes[at], int(np.min(at_pc, where=~at, initial=none))
+    warps = np.ascontiguousarray(warps, dtype=np.int64)
+    lanes = np.empty(len(warps) * 32, dtype=np.int64)
+    others = _ffi.new("int32_t *")
+    count = _lib.gl_lanes_at(_ffi.from_buffer("int32_t[]", pcs), _ffi.from_buffer("int64_t[]", warps), len(warps),
+                             pc, _ffi.from_buffer("int64_t[]", lanes), others)
+    return lanes[:count], min(int(others[0]), none)
+
+
+def warps_in(lanes: np.ndarray) -> int:
+    """How many warps the ascending thread indices lanes touch."""
+    if _lib is None or len(lanes) < 64:
+        if len(lanes) == 0:
+            return 0
+        warps = lanes >> 5
+        return int(np.count_nonzero(warps[1:] != warps[:-1])) + 1
+    return int(_lib.gl_warps_in(_ffi.from_buffer("int64_t[]", lanes), len(lanes)))
+
+
+def assign(values: np.ndarray, lanes: np.ndarray, value: int) -> None:
+    """values[lanes] = value, for an int32 values and int64 lanes."""
+    if _lib is None or len(lanes) < 64:
+        values[lanes] = value
+        return
+    _lib.gl_assign(_ffi.from_buffer("int32_t[]", values), _ffi.from_buffer("int64_t[]", lanes), len(lanes), value)
 
 
 def install() -> None:

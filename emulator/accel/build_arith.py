@@ -1,4 +1,4 @@
-"""cffi (API mode) build of the arithmetic accelerators; `python -m emulator.accel.build_arith` builds in place."""
+"""cffi (API mode) build of the C accelerators (arithmetic and lane scans); `python -m emulator.accel.build_arith` builds in place."""
 from __future__ import annotations
 
 import os
@@ -13,13 +13,19 @@ void ga_fma_f32(const float *a, int64_t stride_a, const float *b, int64_t stride
                 int64_t stride_c, float *out, int64_t n);
 void ga_fma_f64(const double *a, int64_t stride_a, const double *b, int64_t stride_b, const double *c,
                 int64_t stride_c, double *out, int64_t n);
+void gl_warp_lowest(const int32_t *pcs, int64_t warps, int32_t *lowest);
+int64_t gl_lanes_at(const int32_t *pcs, const int64_t *warps, int64_t n_warps, int32_t pc, int64_t *out,
+                    int32_t *others);
+int64_t gl_warps_in(const int64_t *lanes, int64_t n);
+void gl_assign(int32_t *values, const int64_t *lanes, int64_t n, int32_t value);
 """
 
 
 def make_builder(source_dir: str) -> FFI:
     builder = FFI()
     builder.cdef(DECLARATIONS)
-    builder.set_source(MODULE_NAME, '#include "_arith.h"', sources=[os.path.join(source_dir, "_arith.c")],
+    sources = [os.path.join(source_dir, name) for name in ("_arith.c", "_lanes.c")]
+    builder.set_source(MODULE_NAME, '#include "_arith.h"', sources=sources,
                        include_dirs=[source_dir], extra_compile_args=["-O2", "-fno-fast-math", "-ffp-contract=off"],
                        libraries=[] if sys.platform == "win32" else ["m"])
     return builder

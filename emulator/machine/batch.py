@@ -10,6 +10,7 @@ from typing import List, Optional
 import numpy as np
 
 from emulator import ir
+from emulator.accel import assign, warps_in
 from emulator.base.errors import PTXSemanticError
 from emulator.machine import executors
 from emulator.machine.addressing import Addressing
@@ -255,12 +256,14 @@ class Batch:
     _current_pc = 0
 
     def _warps_in(self, sel) -> int:
+        return self.n // 32 if sel is ALL else warps_in(sel)
+
+    def _leave_at(self, sel, pc: int) -> None:
+        """The lanes of sel wait at pc."""
         if sel is ALL:
-            return self.n // 32
-        if len(sel) == 0:
-            return 0
-        warps = sel >> 5
-        return int(np.count_nonzero(warps[1:] != warps[:-1])) + 1
+            self.rpc[:] = pc
+        else:
+            assign(self.rpc, sel, pc)
 
     def _run_group(self, pc: int, sel, others: int, rotating: bool) -> None:
         instrs = self.program.instrs
@@ -287,7 +290,7 @@ class Batch:
                     warps = self._warps_in(sel)
                     turn += self.steps - steps
                     if pc >= others or (turn_limit is not None and turn >= turn_limit):
-                        self.rpc[sel] = pc
+                        self._leave_at(sel, pc)
                         return
             if fast and straight_run[pc] > 1:
                 end = min(pc + straight_run[pc], others)
@@ -308,7 +311,7 @@ class Batch:
                     pc = end
                     turn += count
                     if pc >= others or (turn_limit is not None and turn >= turn_limit):
-                        self.rpc[sel] = pc
+                        self._leave_at(sel, pc)
                         return
             instr = instrs[pc]
             control = instr.control
@@ -318,7 +321,7 @@ class Batch:
             if observer is not None:
                 observer.step(self, instr, sel, warps, lanes)
             if self.steps > max_steps:
-                self.rpc[sel] = pc
+                self._leave_at(sel, pc)
                 raise StepLimit(instr, max_steps)
             if control == ir.STRAIGHT:
                 execs[pc](sel)
@@ -359,12 +362,12 @@ class Batch:
                         if self.backward_branches >= self.spin.next_check:
                             self.spin.check(new_pc, sel)
                     if rotating:
-                        self.rpc[sel] = new_pc
+                        self._leave_at(sel, new_pc)
                         return
                     if others != INF:
                         backward += 1
                         if backward >= SPIN_ROTATE:
-                            self.rpc[sel] = new_pc
+                            self._leave_at(sel, new_pc)
                             self.rotate_pending = True
                             return
                 pc = new_pc
@@ -398,12 +401,12 @@ class Batch:
                     raise Trap(instr, self.place(lanes_of(sel, self.n)[0]))
                 pc += 1
             if pc >= others:
-                self.rpc[sel] = pc
+                self._leave_at(sel, pc)
                 return
             if turn_limit is not None:
                 turn += 1
                 if turn >= turn_limit:
-                    self.rpc[sel] = pc
+                    self._leave_at(sel, pc)
                     return
 
     # ---- exit ----

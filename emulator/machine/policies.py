@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 
 from emulator import ir
+from emulator.accel import lanes_at, warp_lowest
 from emulator.machine.batch import SPIN_ROTATE
 from emulator.machine.lanes import ALL
 from emulator.machine.states import INF
@@ -43,7 +44,6 @@ SINGLE_WARP_TURNS = 0.15
 ORDER_SENSITIVE = frozenset({"atom", "red", "st"})
 SPLITS_PER_STORE = 3
 STOP_BEFORE_STORES = 0.25
-_LANES = np.arange(32, dtype=np.int64)
 
 
 class _WarpPolicy:
@@ -64,7 +64,7 @@ class _WarpPolicy:
     def select(self, batch):
         if self._batch is not batch:
             self._reset(batch)
-        lowest = batch.rpc.reshape(-1, 32).min(axis=1)
+        lowest = warp_lowest(batch.rpc)
         ready = np.flatnonzero(lowest != INF)
         if len(ready) == 0:
             return None
@@ -144,7 +144,7 @@ class RandomSchedule(_WarpPolicy):
         if self._batch is not batch:
             self._reset(batch)
         rpc = batch.rpc
-        lowest = rpc.reshape(-1, 32).min(axis=1)
+        lowest = warp_lowest(rpc)
         ready = np.flatnonzero(lowest != INF)
         if len(ready) == 0:
             return None
@@ -174,11 +174,8 @@ class RandomSchedule(_WarpPolicy):
             keep = self.rng.random(len(peers)) < self.rng.random()
             keep[np.searchsorted(peers, warp)] = True
             peers = peers[keep]
-        lanes = (peers[:, None] * 32 + _LANES).reshape(-1)
-        pcs = rpc[lanes]
-        at = pcs == pc
-        others = int(np.min(pcs, where=~at, initial=INF))
-        return pc, lanes[at], others, False
+        lanes, others = lanes_at(rpc, peers, pc, INF)
+        return pc, lanes, others, False
 
     @staticmethod
     def _catch_up_turn(batch, behind: np.ndarray, starts: np.ndarray):
@@ -187,13 +184,11 @@ class RandomSchedule(_WarpPolicy):
         behind: the warps whose lowest pc that is; starts: the warps' lowest pcs, ascending. The other warps'
         threads sit at starts[1] or above, so only the lanes of these warps are looked at."""
         pc = int(starts[0])
-        lanes = (behind[:, None] * 32 + _LANES).reshape(-1)
-        pcs = batch.rpc[lanes]
-        at = pcs == pc
-        others = min(int(starts[1]) if len(starts) > 1 else INF, int(np.min(pcs, where=~at, initial=INF)))
-        if len(lanes) == batch.n and others == INF and at.all():
+        lanes, others = lanes_at(batch.rpc, behind, pc, INF)
+        others = min(int(starts[1]) if len(starts) > 1 else INF, others)
+        if len(lanes) == batch.n:
             return pc, ALL, INF, False
-        return pc, lanes[at], others, False
+        return pc, lanes, others, False
 
     def _split_by_warp(self, batch, pc: int, sel, others: int, rotating: bool):
         """At a store or an atomic, the group's warps would run in index order: a random share of them (one at

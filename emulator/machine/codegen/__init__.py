@@ -15,7 +15,7 @@ import numpy as np
 from emulator import ir
 from emulator.base.errors import UsageError
 from emulator.machine.codegen.build import CompileError, build_module, compiler
-from emulator.machine.codegen.emit import Generated, generate
+from emulator.machine.codegen.emit import Generated, generate, partial_source
 from emulator.machine.lanes import ALL
 from emulator.machine.specials import special_value
 from emulator.machine.states import INF
@@ -59,6 +59,9 @@ class ProgramCode:
         self.generated_source: Optional[Generated] = None
         self._scratch = None
         self.eager = eager
+        self.partials = None
+        self.partial_work = 0
+        self.partial_state = "unprobed"
         if eager:
             self.compile()
 
@@ -91,6 +94,35 @@ class ProgramCode:
         self.loops = {head: (self.program.instrs[branch], getattr(self.lib, f"gx_loop_{head}"))
                       for head, branch in generated.loops.items()}
         self.generated, self.units_at = generated, units_at
+
+    def partial(self, first: int, steps: int, thread_instructions: int):
+        """The gx_part function of the region that starts at first, or None while the partial module is not compiled:
+        at once for "compiled"; under "auto" when the cache has it, or once the interpreter has done about a compile's
+        worth of the partial runs it would take (counted here, as interpreted() counts)."""
+        if self.partials is None:
+            if self.partial_state == "failed":
+                return None
+            if self.partial_state == "unprobed":
+                self.partial_state = "counting"
+                self._compile_partials(cached_only=not self.eager)
+            elif not self.eager:
+                self.partial_work += steps * STEP_WEIGHT + thread_instructions
+                if self.partial_work >= AUTO_THRESHOLD:
+                    self._compile_partials(cached_only=False)
+            if self.partials is None:
+                return None
+        return getattr(self.partials, f"gx_part_{first}")
+
+    def _compile_partials(self, cached_only: bool) -> None:
+        source, names = partial_source(self.generated)
+        try:
+            built = build_module(source, names, cached_only=cached_only)
+        except CompileError:
+            self.partial_state = "failed"
+            return
+        if built is not None:
+            self.partial_ffi, self.partials = built[0], built[1]
+            self.compile_seconds += built[2]
 
     def scratch(self, n: int):
         """Buffers for n lanes (addresses, threads, bytes for the memory core), kept for the next batch: fresh pages
@@ -194,6 +226,7 @@ class BatchCode:
         self.context = context
         self._keep = (keep, scalars, statics)
         self._memory_state = None
+        self._partial_args = None
         self.bound = True
 
     def _refresh_memory(self) -> None:
@@ -260,6 +293,21 @@ class BatchCode:
         batch.steps += redo - pc
         end = min(stop, unit.region_end[redo])
         done = self.context.resume
+        if done < 0:
+            done = 0
+            lanes = batch.n if sel is ALL else len(sel)
+            function = self.code.partial(unit.region_start[redo], end - redo, (end - redo) * lanes)
+            if function is not None:
+                ffi = self.code.partial_ffi
+                if self._partial_args is None:
+                    self._partial_args = tuple(ffi.cast(kind, self.code.ffi.cast("uintptr_t", pointer)) for kind, pointer
+                                               in (("void **", self.regs), ("void **", self.specials),
+                                                   ("gx_context *", self.context)))
+                pointer = ffi.NULL if sel is ALL else ffi.from_buffer("int64_t[]", sel)
+                if function(redo, end, pointer, lanes, *self._partial_args) == -1:
+                    batch.steps += end - redo
+                    return end
+                done = self.context.resume
         rest = sel if done == 0 else (np.arange(done, batch.n, dtype=np.int64) if sel is ALL else sel[done:])
         for index in range(redo, end):
             batch.steps += 1

@@ -250,7 +250,8 @@ class UnitPlan:
     array_specials: Dict[str, int] = field(default_factory=dict)
     scalar_specials: Dict[str, int] = field(default_factory=dict)
     has_memory: bool = False
-    #: for each pc of a region, where that region ends
+    #: for each pc of a region, where that region starts and where it ends
+    region_start: Dict[int, int] = field(default_factory=dict)
     region_end: Dict[int, int] = field(default_factory=dict)
 
 
@@ -995,6 +996,9 @@ class Generated:
     #: the registers some path from the program's start reads before writing (None: not worked out), the only ones
     #: whose initial zeros a thread can see
     entry_live: Optional[frozenset] = None
+    #: every region of lane instructions with its unit's register storage, for partial_source
+    regions: List[Tuple[List["_Compiled"], Dict[int, np.dtype]]] = field(default_factory=list)
+    uniform: frozenset = frozenset()
 
 
 #: instructions of one region function at most (the C compiler's time grows faster than a function's length)
@@ -1063,9 +1067,10 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     because a region changes no memory (loads only) and each lane's registers are its own. Registers no later
     instruction reads (live_after: those it may; None: all) live in C variables. A load the inline checks refuse
     puts back what its lane changed that the lane read first (of the registers written before the last load: nothing
-    faults after it) and returns -2 - lo with ctx->resume the lanes before it, which have run the region; so does a
-    run that does not cover the whole region (resume 0). The interpreter then runs the region for the other lanes,
-    reporting any fault itself. Launch-uniform registers (uniform: every thread
+    faults after it) and returns -2 - lo with ctx->resume the lanes before it, which have run the region; the
+    interpreter then runs the region for the other lanes, reporting any fault itself. A run that does not cover the
+    whole region returns -2 - lo with ctx->resume -1, for gx_part (partial_source) or the interpreter to run.
+    Launch-uniform registers (uniform: every thread
     wrote the same value in the prologue, and the generated code never writes them) are read once, from the first
     lane."""
     first, last = items[0].pc, items[-1].pc + 1
@@ -1074,7 +1079,7 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     has_load = any("ROLLBACK" in item.body for item in items)
     lines = [f"static int64_t gx_region_{first}(int64_t lo, int64_t hi, const int64_t *sel, int64_t n, void **R, "
              "void **S, gx_context *ctx)", "{",
-             f"    if (lo != {first} || hi != {last}) {{ ctx->resume = 0; return -2 - lo; }}"]
+             f"    if (lo != {first} || hi != {last}) {{ ctx->resume = -1; return -2 - lo; }}"]
     lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used - local)]
     lines += [f"    const uint32_t *s{slot} = S[{slot}];" for slot in sorted(specials.values())]
     lines += ["    const gm_memory *mem = ctx->memory;", "    (void)S; (void)mem;"]
@@ -1087,16 +1092,11 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     saved = [reg for reg in _needs_saving(items) if reg in written_before]
     lines += [f"    {_register_type(storage[reg])} k{reg} = 0;" for reg in saved]
     lines.append("    int64_t done = 0, t = 0;")
-    constant = sorted((used & set(uniform)) - set().union(*(item.writes for item in items)))
-    lines += [f"    const {_register_type(storage[reg])} u{reg} = n ? r{reg}[sel ? sel[0] : 0] : 0;"
-              for reg in constant]
+    constant = _uniform_reads(items, used, uniform, lines, storage)
     keep = " ".join(f"k{reg} = r{reg}[t];" for reg in saved)
     declarations = " ".join(f"{_register_type(storage[index])} l{index};" for index in sorted(local))
-    body = " ".join(f"do {{ {_localized(item.body, local).replace('ROLLBACK', 'rollback')} }} while (0);"
-                    for item in items)
-    if constant:
-        body = re.sub(r"\br(\d+)\[t\]", lambda m: f"u{m.group(1)}" if int(m.group(1)) in constant else m.group(0),
-                      body)
+    body = _constants(" ".join(f"do {{ {_localized(item.body, local).replace('ROLLBACK', 'rollback')} }} while (0);"
+                               for item in items), constant)
     lines.append(f"#define LANE_{first} {{ {keep} {declarations} {body} }}")
     lines.append(f"    if (sel) {{ for (; done < n; done++) {{ t = sel[done]; LANE_{first} }} }}")
     lines.append(f"    else {{ for (; done < n; done++) {{ t = done; LANE_{first} }} }}")
@@ -1108,6 +1108,70 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
         lines.append("    return -2 - lo;")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _uniform_reads(items: List[_Compiled], used: set, uniform: frozenset, lines: List[str],
+                   storage: Dict[int, np.dtype]) -> set:
+    """The launch-uniform registers a region reads and never writes, each declared in lines as a C constant read
+    from the first lane."""
+    constant = (used & set(uniform)) - set().union(*(item.writes for item in items))
+    lines += [f"    const {_register_type(storage[reg])} u{reg} = n ? r{reg}[sel ? sel[0] : 0] : 0;"
+              for reg in sorted(constant)]
+    return constant
+
+
+def _constants(body: str, constant: set) -> str:
+    """body reading the launch-uniform registers of constant from their C constants."""
+    if not constant:
+        return body
+    return re.sub(r"\br(\d+)\[t\]", lambda m: f"u{m.group(1)}" if int(m.group(1)) in constant else m.group(0), body)
+
+
+def _partial_region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict[str, int],
+                    uniform: frozenset) -> str:
+    """gx_part_<first>: a region run from any of its instructions (lo) up to any later one (hi), lane after lane, for a
+    scheduling turn that starts or ends inside it. Every register stays in its array. A refused load puts back every
+    register its lane wrote and returns -2 - lo with ctx->resume the lanes before it, as a whole region's run does."""
+    first, last = items[0].pc, items[-1].pc + 1
+    used = set().union(*(item.reads | item.writes for item in items))
+    written = sorted(set().union(*(item.writes for item in items)))
+    has_load = any("ROLLBACK" in item.body for item in items)
+    lines = [f"int64_t gx_part_{first}(int64_t lo, int64_t hi, const int64_t *sel, int64_t n, void **R, void **S, "
+             "gx_context *ctx)", "{", f"    if (lo < {first} || hi > {last} || lo >= hi) return INT64_MIN;"]
+    lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used)]
+    lines += [f"    const uint32_t *s{slot} = S[{slot}];" for slot in sorted(specials.values())]
+    lines += ["    const gm_memory *mem = ctx->memory;", "    (void)S; (void)mem;"]
+    memos = sorted({int(pc) for item in items for pc in _LOAD_MEMO.findall(item.body)})
+    lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
+    if memos:
+        lines.append("    gx_memo cta = GX_MEMO_INIT;")
+    saved = written if has_load else []
+    lines += [f"    {_register_type(storage[reg])} k{reg} = 0;" for reg in saved]
+    lines.append("    int64_t done = 0, t = 0;")
+    constant = _uniform_reads(items, used, uniform, lines, storage)
+    keep = " ".join(f"k{reg} = r{reg}[t];" for reg in saved)
+    cases = _constants(" ".join(f"case {item.pc}: if (hi <= {item.pc}) break; "
+                                f"do {{ {item.body.replace('ROLLBACK', 'rollback')} }} while (0);" for item in items),
+                       constant)
+    lines.append(f"#define PART_{first} {{ {keep} switch (lo) {{ {cases} }} }}")
+    lines.append(f"    if (sel) {{ for (; done < n; done++) {{ t = sel[done]; PART_{first} }} }}")
+    lines.append(f"    else {{ for (; done < n; done++) {{ t = done; PART_{first} }} }}")
+    lines.append(f"#undef PART_{first}")
+    lines.append("    return -1;")
+    if has_load:
+        lines.append("rollback:")
+        lines.append("    " + " ".join(f"r{reg}[t] = k{reg};" for reg in saved) + " ctx->resume = done;")
+        lines.append("    return -2 - lo;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def partial_source(generated: Generated) -> Tuple[str, List[str]]:
+    """The C of every region's gx_part function (a module of its own, compiled only for programs whose runs start or
+    end inside regions often), and the functions' names."""
+    parts = [_partial_region(items, storage, generated.specials, generated.uniform)
+             for items, storage in generated.regions]
+    return PRELUDE + "\n" + "\n".join(parts), [f"gx_part_{items[0].pc}" for items, _ in generated.regions]
 
 
 def _store_function(item: _Compiled, storage: Dict[int, np.dtype]) -> str:
@@ -1242,6 +1306,7 @@ def generate(program: ir.Program, uniform) -> Generated:
         live = _live_in(program, all_compiled)
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         live = None
+    region_list: List[Tuple[List[_Compiled], Dict[int, np.dtype]]] = []
     for plan, compiled in pending:
         regions: List[List[_Compiled]] = []
         for item in compiled:
@@ -1267,7 +1332,9 @@ def generate(program: ir.Program, uniform) -> Generated:
                          f"{last}, sel, n, R, S, ctx); if (result != -1) return result; pc = to < {last} ? to : "
                          f"{last}; break;")
             for item in region:
+                plan.region_start[item.pc] = first
                 plan.region_end[item.pc] = last
+            region_list.append((region, plan.registers))
         bodies.append("".join(parts))
         bodies.append(
             f"int64_t {plan.name}(int64_t from, int64_t to, const int64_t *sel, int64_t n, void **R, void **S, "
@@ -1278,7 +1345,8 @@ def generate(program: ir.Program, uniform) -> Generated:
     entry_live = None if live is None or not instrs else \
         frozenset(reg for reg in range(len(program.registers)) if live[0] >> reg & 1)
     return Generated(PRELUDE + "\n" + "\n".join(bodies), units, specials, scalar_slots, statics,
-                     {head: branch.pc for head, (branch, _) in loops.items()}, entry_live)
+                     {head: branch.pc for head, (branch, _) in loops.items()}, entry_live, region_list,
+                     frozenset(uniform))
 
 
 def _loops(program: ir.Program, units: List[UnitPlan]) -> Dict[int, Tuple[ir.Instr, UnitPlan]]:

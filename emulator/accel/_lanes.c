@@ -1,0 +1,73 @@
+/* gpuemu lane scans for the schedulers: a batch's per-thread pcs (int32, INT32_MAX for a thread that runs no more)
+   looked at warp by warp, in one pass where numpy would take several. */
+#include <stdint.h>
+
+#include "_arith.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+
+/* the lowest of a warp's 32 pcs, in eight columns that the compiler can keep in vector registers */
+static inline int32_t warp_min(const int32_t *lane)
+{
+    int32_t column[8];
+    for (int j = 0; j < 8; j++)
+        column[j] = lane[j];
+    for (int k = 8; k < 32; k += 8)
+        for (int j = 0; j < 8; j++)
+            column[j] = lane[k + j] < column[j] ? lane[k + j] : column[j];
+    int32_t low = column[0];
+    for (int j = 1; j < 8; j++)
+        low = column[j] < low ? column[j] : low;
+    return low;
+}
+
+void gl_warp_lowest(const int32_t *pcs, int64_t warps, int32_t *lowest)
+{
+    for (int64_t w = 0; w < warps; w++)
+        lowest[w] = warp_min(pcs + w * 32);
+}
+
+int64_t gl_lanes_at(const int32_t *pcs, const int64_t *warps, int64_t n_warps, int32_t pc, int64_t *out,
+                    int32_t *others)
+{
+    int64_t count = 0;
+    int32_t low = INT32_MAX;
+    for (int64_t i = 0; i < n_warps; i++) {
+        const int64_t base = warps[i] * 32;
+        const int32_t *lane = pcs + base;
+        int all_at = 1;
+        for (int k = 0; k < 32; k++)
+            all_at &= lane[k] == pc;
+        if (all_at) {
+            for (int k = 0; k < 32; k++)
+                out[count + k] = base + k;
+            count += 32;
+            continue;
+        }
+        for (int k = 0; k < 32; k++) {
+            const int32_t at = lane[k];
+            if (at == pc)
+                out[count++] = base + k;
+            else if (at < low)
+                low = at;
+        }
+    }
+    *others = low;
+    return count;
+}
+
+int64_t gl_warps_in(const int64_t *lanes, int64_t n)
+{
+    int64_t warps = n > 0;
+    for (int64_t i = 1; i < n; i++)
+        warps += (lanes[i] >> 5) != (lanes[i - 1] >> 5);
+    return warps;
+}
+
+void gl_assign(int32_t *values, const int64_t *lanes, int64_t n, int32_t value)
+{
+    for (int64_t i = 0; i < n; i++)
+        values[lanes[i]] = value;
+}
