@@ -1,4 +1,5 @@
-"""The C fused multiply-add agrees bit for bit with the exact numpy definition in isa.fp, NaN rule included."""
+"""The C fused multiply-add agrees bit for bit with the exact numpy definition in isa.fp, NaN rule included; the C lane
+scans agree with their numpy definitions."""
 import numpy as np
 import pytest
 
@@ -35,3 +36,50 @@ def test_loading_the_emulator_wires_the_native_fma_into_the_semantics():
 def test_native_fma_broadcasts_immediates():
     a = np.arange(5, dtype=np.float32)
     assert np.array_equal(fp._native_fma("f32", a, np.float32(3), np.float32(0.5)), a * 3 + 0.5)
+
+
+INF = np.iinfo(np.int32).max
+
+
+def _pcs(rng, warps: int) -> np.ndarray:
+    """Per-thread pcs with whole warps at one pc, warps split over a few pcs, exited threads and exited warps."""
+    pcs = rng.integers(0, 6, warps * 32).astype(np.int32)
+    pcs[rng.random(warps * 32) < 0.1] = INF
+    for warp in rng.choice(warps, warps // 2, replace=False):
+        pcs[warp * 32:warp * 32 + 32] = rng.choice([3, INF])
+    return pcs
+
+
+def _numpy_twin(monkeypatch):
+    monkeypatch.setattr(accel, "_lib", None)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lane_scans_match_their_numpy_definitions(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    pcs = _pcs(rng, 61)
+    warps = np.flatnonzero(rng.random(61) < 0.6)
+    lanes = np.flatnonzero(rng.random(61 * 32) < 0.3).astype(np.int64)
+    native = (accel.warp_lowest(pcs), accel.lanes_at(pcs, warps, 3, INF), accel.warps_in(lanes))
+    native_assigned = pcs.copy()
+    accel.assign(native_assigned, lanes, 17)
+    _numpy_twin(monkeypatch)
+    assert np.array_equal(native[0], pcs.reshape(-1, 32).min(axis=1))
+    at = [lane for warp in warps for lane in range(warp * 32, warp * 32 + 32) if pcs[lane] == 3]
+    rest = [int(pcs[lane]) for warp in warps for lane in range(warp * 32, warp * 32 + 32) if pcs[lane] != 3]
+    assert native[1][0].tolist() == at and native[1][1] == min(rest, default=INF)
+    assert native[2] == len(set((lanes >> 5).tolist()))
+    expected = pcs.copy()
+    expected[lanes] = 17
+    assert np.array_equal(native_assigned, expected)
+    twin = (accel.warp_lowest(pcs), accel.lanes_at(pcs, warps, 3, INF), accel.warps_in(lanes))
+    assert np.array_equal(twin[0], native[0]) and twin[1][0].tolist() == at and twin[1][1] == native[1][1]
+    assert twin[2] == native[2]
+
+
+def test_lanes_at_no_warps_and_all_threads_at_the_pc():
+    pcs = np.full(64, 9, dtype=np.int32)
+    lanes, others = accel.lanes_at(pcs, np.arange(2), 9, INF)
+    assert lanes.tolist() == list(range(64)) and others == INF
+    lanes, others = accel.lanes_at(pcs, np.empty(0, dtype=np.int64), 9, INF)
+    assert len(lanes) == 0 and others == INF

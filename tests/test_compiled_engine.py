@@ -525,3 +525,102 @@ def test_a_load_faulting_in_a_middle_lane_of_a_compiled_loop_reports_what_the_in
         assert f"thread ({bad},0,0)" in reports["compiled"][0]
     else:
         assert reports["compiled"][1] == [3 * 3 * lane for lane in range(128)]
+
+
+# ---- turns that start or end inside a region ----------------------------------------------------------------
+
+CHAIN = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry chain(.param .u64 data, .param .u64 out, .param .u32 bad)
+{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [data];
+    ld.param.u64 %rd5, [out];
+    ld.param.u32 %r6, [bad];
+    mov.u32 %r1, %tid.x;
+    setp.eq.u32 %p1, %r1, %r6;
+    selp.u32 %r4, 1048576, %r1, %p1;
+    mul.wide.u32 %rd4, %r4, 4;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    add.s64 %rd4, %rd4, 1;
+    ld.global.u32 %r2, [%rd3];
+    add.s64 %rd4, %rd4, 1;
+    add.u32 %r2, %r2, %r1;
+    add.s64 %rd4, %rd4, 1;
+    mul.lo.u32 %r2, %r2, 3;
+    add.s64 %rd4, %rd4, 1;
+    xor.b32 %r3, %r2, 0x5a5a;
+    add.s64 %rd4, %rd4, -4;
+    add.s64 %rd4, %rd1, %rd4;
+    ld.global.u32 %r5, [%rd4];
+    add.u32 %r2, %r2, %r5;
+    shl.b32 %r7, %r2, 3;
+    sub.u32 %r2, %r7, %r3;
+    ld.global.u32 %r8, [%rd3];
+    mad.lo.u32 %r2, %r8, %r2, %r1;
+    add.u32 %r2, %r2, 7;
+    xor.b32 %r2, %r2, %r3;
+    mul.lo.u32 %r2, %r2, 2654435761;
+    shr.u32 %r9, %r2, 13;
+    xor.b32 %r2, %r2, %r9;
+    add.s64 %rd6, %rd5, %rd2;
+    st.global.u32 [%rd6], %r2;
+    ret;
+}
+"""
+
+
+def _chain_reference(data: np.ndarray) -> list:
+    mask = 0xFFFFFFFF
+    out = []
+    for lane in range(len(data)):
+        r2 = ((int(data[lane]) + lane) * 3) & mask
+        r3 = r2 ^ 0x5A5A
+        r2 = (r2 + int(data[lane])) & mask
+        r2 = ((r2 << 3) - r3) & mask
+        r2 = (int(data[lane]) * r2 + lane) & mask
+        r2 = ((r2 + 7) & mask) ^ r3
+        r2 = (r2 * 2654435761) & mask
+        out.append(r2 ^ (r2 >> 13))
+    return out
+
+
+def _chain(seed: int, bad: int, engine: str):
+    data = (np.arange(256, dtype=np.uint32) * 2654435761 % 1000).astype(np.uint32)
+    out = np.zeros(256, dtype=np.uint32)
+    report = _launch(CHAIN, "chain", 1, 256, [data, out, np.uint32(bad)], engine, policy=make_policy("random", seed))
+    return report, out.tolist(), data
+
+
+def test_random_turns_that_cut_a_region_run_its_partial_code_and_match_numpy(monkeypatch):
+    """Turns end after a random number of instructions, so many start or stop inside the kernel's one long region;
+    those parts run as gx_part code, reading registers an earlier part of the region wrote."""
+    from emulator.machine import codegen
+    calls = []
+    original = codegen.ProgramCode.partial
+
+    def counted(self, *args):
+        function = original(self, *args)
+        calls.append(function is not None)
+        return function
+    monkeypatch.setattr(codegen.ProgramCode, "partial", counted)
+    for seed in range(6):
+        report, out, data = _chain(seed, 1 << 20, "compiled")
+        assert out == _chain_reference(data)
+        assert _chain(seed, 1 << 20, "interpreter")[:2] == (report, out)
+    assert len(calls) >= 6 and all(calls), "parts of regions ran in the interpreter"
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("bad", [0, 45, 255])
+def test_a_load_faulting_inside_a_partly_run_region_reports_what_the_interpreter_reports(seed, bad):
+    """Lane `bad` reads 4 MiB past data; the turn that reaches that load may have started inside the region, and the
+    lanes before it have run their part when the compiled code hands the rest to the interpreter."""
+    compiled = _chain(seed, bad, "compiled")[:2]
+    assert compiled == _chain(seed, bad, "interpreter")[:2]
+    assert f"thread ({bad},0,0)" in compiled[0]
