@@ -1130,12 +1130,20 @@ def _constants(body: str, constant: set) -> str:
 def _partial_region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict[str, int],
                     uniform: frozenset) -> str:
     """gx_part_<first>: a region run from any of its instructions (lo) up to any later one (hi), lane after lane, for a
-    scheduling turn that starts or ends inside it. Every register stays in its array. A refused load puts back every
-    register its lane wrote and returns -2 - lo with ctx->resume the lanes before it, as a whole region's run does."""
+    scheduling turn that starts or ends inside it. Every register stays in its array. A refused load puts back what
+    its lane changed that a run from lo reads first (of the registers written before the region's last load) and
+    returns -2 - lo with ctx->resume the lanes before it, as a whole region's run does."""
     first, last = items[0].pc, items[-1].pc + 1
     used = set().union(*(item.reads | item.writes for item in items))
-    written = sorted(set().union(*(item.writes for item in items)))
     has_load = any("ROLLBACK" in item.body for item in items)
+    kept_from: Dict[Tuple[int, ...], List[int]] = {}
+    if has_load:
+        last_load = max(index for index, item in enumerate(items) if "ROLLBACK" in item.body)
+        for start in range(len(items)):
+            written_before = set().union(*(item.writes for item in items[start:last_load]))
+            needed = tuple(reg for reg in _needs_saving(items[start:]) if reg in written_before)
+            kept_from.setdefault(needed, []).append(items[start].pc)
+    written = sorted(set().union(*kept_from))
     lines = [f"int64_t gx_part_{first}(int64_t lo, int64_t hi, const int64_t *sel, int64_t n, void **R, void **S, "
              "gx_context *ctx)", "{", f"    if (lo < {first} || hi > {last} || lo >= hi) return INT64_MIN;"]
     lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used)]
@@ -1145,11 +1153,10 @@ def _partial_region(items: List[_Compiled], storage: Dict[int, np.dtype], specia
     lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
     if memos:
         lines.append("    gx_memo cta = GX_MEMO_INIT;")
-    saved = written if has_load else []
-    lines += [f"    {_register_type(storage[reg])} k{reg} = 0;" for reg in saved]
+    lines += [f"    {_register_type(storage[reg])} k{reg} = 0;" for reg in written]
     lines.append("    int64_t done = 0, t = 0;")
     constant = _uniform_reads(items, used, uniform, lines, storage)
-    keep = " ".join(f"k{reg} = r{reg}[t];" for reg in saved)
+    keep = _by_start(kept_from, lambda reg: f"k{reg} = r{reg}[t];")
     cases = _constants(" ".join(f"case {item.pc}: if (hi <= {item.pc}) break; "
                                 f"do {{ {item.body.replace('ROLLBACK', 'rollback')} }} while (0);" for item in items),
                        constant)
@@ -1160,10 +1167,17 @@ def _partial_region(items: List[_Compiled], storage: Dict[int, np.dtype], specia
     lines.append("    return -1;")
     if has_load:
         lines.append("rollback:")
-        lines.append("    " + " ".join(f"r{reg}[t] = k{reg};" for reg in saved) + " ctx->resume = done;")
+        lines.append("    " + _by_start(kept_from, lambda reg: f"r{reg}[t] = k{reg};") + " ctx->resume = done;")
         lines.append("    return -2 - lo;")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _by_start(registers_from: Dict[Tuple[int, ...], List[int]], statement) -> str:
+    """A switch on lo running statement(reg) for each register of the set registers_from gives lo."""
+    cases = [" ".join(f"case {pc}:" for pc in pcs) + " " + " ".join(statement(reg) for reg in registers) + " break;"
+             for registers, pcs in registers_from.items() if registers]
+    return f"switch (lo) {{ {' '.join(cases)} default: break; }}" if cases else ""
 
 
 def partial_source(generated: Generated) -> Tuple[str, List[str]]:
