@@ -4,11 +4,13 @@ For each workload and grid size the kernel is launched under lockstep and under 
 2, ...), --repeat times each after one warm-up launch of each; the table gives the least CPU time of a launch of each
 kind (process time: the development machine is shared, and CPU time is what other processes disturb least), their
 ratio, and the random schedule's microseconds per warp-instruction, which should not grow with the grid. Every output
-is checked against numpy (none of these workloads has a result that depends on the schedule).
+is checked against numpy (none of these workloads has a result that depends on the schedule). Both run on one engine,
+--engine (compiled by default, so that neither waits for "auto" to compile partway through the measured launches).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -113,7 +115,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7, help="launches of each kind (default 7)")
     parser.add_argument("--blocks", type=int, nargs="+", default=list(BLOCKS), choices=BLOCKS)
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
+    parser.add_argument("--engine", default="compiled", choices=("auto", "compiled", "interpreter"),
+                        help="the engine both schedules run on (default compiled)")
     options = parser.parse_args()
+    os.environ["GPUEMU_ENGINE"] = options.engine
     print(f"{'workload':<10} {'blocks':>6} {'lockstep cpu s':>14} {'random cpu s':>12} {'ratio':>6} "
           f"{'warp-instr':>10} {'random us/warp-instr':>20}")
     for name in options.workloads:

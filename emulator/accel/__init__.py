@@ -39,6 +39,36 @@ def warp_lowest(pcs: np.ndarray) -> np.ndarray:
     return lowest
 
 
+def warp_starts(pcs: np.ndarray, seen: np.ndarray, none: int):
+    """What a scheduler asks first of a batch's per-thread pcs (each below len(seen), or none for a thread that runs no
+    more): (per warp its lowest pc, the warps that still run (ascending), how many distinct lowest pcs those have, the
+    lowest two of them (none for a missing second), the warps whose lowest pc is the lowest); None when no warp runs.
+    seen: the caller's zeroed uint8 scratch of one byte per pc, zero again on return."""
+    if _lib is None:
+        lowest = pcs.reshape(-1, 32).min(axis=1)
+        ready = np.flatnonzero(lowest != none)
+        if len(ready) == 0:
+            return None
+        ready_pcs = lowest[ready]
+        starts = np.flatnonzero(np.bincount(ready_pcs))
+        return (lowest, ready, len(starts), int(starts[0]), int(starts[1]) if len(starts) > 1 else none,
+                ready[ready_pcs == starts[0]])
+    warps = len(pcs) // 32
+    lowest = np.empty(warps, dtype=np.int32)
+    ready = np.empty(warps, dtype=np.int64)
+    behind = np.empty(warps, dtype=np.int64)
+    summary = np.empty(4, dtype=np.int64)
+    count = _lib.gl_warp_starts(_ffi.from_buffer("int32_t[]", pcs), warps, _ffi.from_buffer("int32_t[]", lowest),
+                                _ffi.from_buffer("int64_t[]", ready), _ffi.from_buffer("uint8_t[]", seen), len(seen),
+                                _ffi.from_buffer("int64_t[]", summary), _ffi.from_buffer("int64_t[]", behind))
+    if count < 0:
+        raise ValueError(f"a pc outside 0..{len(seen) - 1} and not {none}")
+    if count == 0:
+        return None
+    distinct, first, second, n_behind = (int(value) for value in summary)
+    return lowest, ready[:count], distinct, first, min(second, none), behind[:n_behind]
+
+
 def lanes_at(pcs: np.ndarray, warps: np.ndarray, pc: int, none: int) -> tuple:
     """(the threads of warps, ascending int64 indices, whose pc is pc; the lowest pc of their other threads, none when
     there is no other). warps: ascending warp indices."""

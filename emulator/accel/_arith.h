@@ -14,5 +14,7 @@ int64_t gl_lanes_at(const int32_t *pcs, const int64_t *warps, int64_t n_warps, i
                     int32_t *others);
 int64_t gl_warps_in(const int64_t *lanes, int64_t n);
 void gl_assign(int32_t *values, const int64_t *lanes, int64_t n, int32_t value);
+int64_t gl_warp_starts(const int32_t *pcs, int64_t warps, int32_t *lowest, int64_t *ready, uint8_t *seen,
+                       int64_t limit, int64_t *summary, int64_t *behind);
 
 #endif

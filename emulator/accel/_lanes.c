@@ -71,3 +71,39 @@ void gl_assign(int32_t *values, const int64_t *lanes, int64_t n, int32_t value)
     for (int64_t i = 0; i < n; i++)
         values[lanes[i]] = value;
 }
+
+int64_t gl_warp_starts(const int32_t *pcs, int64_t warps, int32_t *lowest, int64_t *ready, uint8_t *seen,
+                       int64_t limit, int64_t *summary, int64_t *behind)
+{
+    int64_t n_ready = 0, distinct = 0, n_behind = 0;
+    int32_t first = INT32_MAX, second = INT32_MAX;
+    for (int64_t w = 0; w < warps; w++) {
+        const int32_t low = warp_min(pcs + w * 32);
+        lowest[w] = low;
+        if (low == INT32_MAX)
+            continue;
+        if (low < 0 || low >= limit)
+            return -1;
+        ready[n_ready++] = w;
+        if (!seen[low]) {
+            seen[low] = 1;
+            distinct++;
+        }
+        if (low < first) {
+            second = first;
+            first = low;
+            n_behind = 0;
+        } else if (low > first && low < second) {
+            second = low;
+        }
+        if (low == first)
+            behind[n_behind++] = w;
+    }
+    for (int64_t i = 0; i < n_ready; i++)
+        seen[lowest[ready[i]]] = 0;
+    summary[0] = distinct;
+    summary[1] = first;
+    summary[2] = second;
+    summary[3] = n_behind;
+    return n_ready;
+}

@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 
 from emulator import ir
-from emulator.accel import lanes_at, warp_lowest
+from emulator.accel import lanes_at, warp_lowest, warp_starts
 from emulator.machine.batch import SPIN_ROTATE
 from emulator.machine.lanes import ALL
 from emulator.machine.states import INF
@@ -136,6 +136,8 @@ class RandomSchedule(_WarpPolicy):
         super()._reset(batch)
         #: per pc, how many instructions on from it the next store or atomic is (in pc order, up to MAX_TURN)
         self.until_sensitive = _until_sensitive(batch.program.instrs)
+        #: a zeroed byte per pc (and one for the pc after the last), for the scan of the warps' lowest pcs
+        self.seen = np.zeros(len(batch.program.instrs) + 1, dtype=np.uint8)
         #: the store or atomic where a group was split last, and how many times in a row
         self.split_pc = None
         self.splits = 0
@@ -144,21 +146,19 @@ class RandomSchedule(_WarpPolicy):
         if self._batch is not batch:
             self._reset(batch)
         rpc = batch.rpc
-        lowest = warp_lowest(rpc)
-        ready = np.flatnonzero(lowest != INF)
-        if len(ready) == 0:
+        scan = warp_starts(rpc, self.seen, INF)
+        if scan is None:
             return None
+        lowest, ready, distinct, first, second, behind = scan
         rng = self.rng
         self.turn_limit = min(MAX_TURN, int(rng.geometric(1 / MEAN_TURN)))
-        ready_pcs = lowest[ready]
-        starts = np.flatnonzero(np.bincount(ready_pcs))
-        if rng.random() * (len(starts) + CATCH_UP_WEIGHT) >= CATCH_UP_WEIGHT:
-            turn = self._catch_up_turn(batch, ready[ready_pcs == starts[0]], starts)
+        if rng.random() * (distinct + CATCH_UP_WEIGHT) >= CATCH_UP_WEIGHT:
+            turn = self._catch_up_turn(batch, behind, first, second)
         else:
             warp = int(ready[rng.integers(len(ready))])
             if rng.random() < SINGLE_WARP_TURNS:
                 return self._warp_turn(batch, warp)
-            turn = self._share_turn(rpc, lowest, ready, ready_pcs, warp)
+            turn = self._share_turn(rpc, lowest, ready, warp)
         ahead = self.until_sensitive[turn[0]]
         if ahead == 0:
             return self._split_by_warp(batch, *turn)
@@ -166,10 +166,10 @@ class RandomSchedule(_WarpPolicy):
             self.turn_limit = min(self.turn_limit, ahead)
         return turn
 
-    def _share_turn(self, rpc, lowest, ready, ready_pcs, warp: int):
+    def _share_turn(self, rpc, lowest, ready, warp: int):
         """A random share of the warps whose lowest group sits at warp's lowest pc, warp included."""
         pc = int(lowest[warp])
-        peers = ready[ready_pcs == pc]
+        peers = ready[lowest[ready] == pc]
         if len(peers) > 1:
             keep = self.rng.random(len(peers)) < self.rng.random()
             keep[np.searchsorted(peers, warp)] = True
@@ -178,14 +178,13 @@ class RandomSchedule(_WarpPolicy):
         return pc, lanes, others, False
 
     @staticmethod
-    def _catch_up_turn(batch, behind: np.ndarray, starts: np.ndarray):
+    def _catch_up_turn(batch, behind: np.ndarray, pc: int, second: int):
         """Every thread at the batch's lowest pc (the machine's own choice): the warps left behind catch up with
         the next group, which they join, so that the warps stay in a few groups that each run as one step.
-        behind: the warps whose lowest pc that is; starts: the warps' lowest pcs, ascending. The other warps'
-        threads sit at starts[1] or above, so only the lanes of these warps are looked at."""
-        pc = int(starts[0])
+        behind: the warps whose lowest pc that is; second: the next lowest of the warps' lowest pcs (INF when
+        none). The other warps' threads sit at second or above, so only the lanes of these warps are looked at."""
         lanes, others = lanes_at(batch.rpc, behind, pc, INF)
-        others = min(int(starts[1]) if len(starts) > 1 else INF, others)
+        others = min(second, others)
         if len(lanes) == batch.n:
             return pc, ALL, INF, False
         return pc, lanes, others, False
