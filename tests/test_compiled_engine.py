@@ -624,3 +624,32 @@ def test_a_load_faulting_inside_a_partly_run_region_reports_what_the_interpreter
     compiled = _chain(seed, bad, "compiled")[:2]
     assert compiled == _chain(seed, bad, "interpreter")[:2]
     assert f"thread ({bad},0,0)" in compiled[0]
+
+
+def test_auto_compiles_the_partial_module_once_partial_runs_have_cost_about_a_compile(monkeypatch):
+    """Under "auto" the interpreter runs the parts of regions until they have cost about what compiling gx_part takes;
+    from then on they run compiled (a kernel text of its own, so that no earlier test's module is in the process)."""
+    from emulator.machine import codegen
+    monkeypatch.setattr(codegen, "AUTO_THRESHOLD", 1_000_000)
+    monkeypatch.setattr(codegen, "AUTO_THRESHOLD_PER_INSTRUCTION", 0)
+    monkeypatch.setenv("GPUEMU_NO_CACHE", "1")
+    text = CHAIN.replace("0x5a5a", "0x3c3c")
+    calls = []
+    original = codegen.ProgramCode.partial
+
+    def counted(self, *args):
+        function = original(self, *args)
+        calls.append(function is not None)
+        return function
+    monkeypatch.setattr(codegen.ProgramCode, "partial", counted)
+    kernel = Module(text, "chain.ptx", Device()).kernel("chain")
+    data = np.arange(256, dtype=np.uint32)
+    for seed in range(8):
+        out = np.zeros(256, dtype=np.uint32)
+        kernel.launch(1, 256, [data, out, np.uint32(1 << 20)], engine="auto", policy=make_policy("random", seed))
+        reference = np.zeros(256, dtype=np.uint32)
+        Module(text, "chain.ptx", Device()).kernel("chain").launch(
+            1, 256, [data, reference, np.uint32(1 << 20)], engine="interpreter", policy=make_policy("random", seed))
+        assert out.tolist() == reference.tolist()
+    assert calls[0] is False and calls[-1] is True
+    assert calls.index(True) > 1 and all(calls[calls.index(True):])
