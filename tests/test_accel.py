@@ -61,6 +61,8 @@ def test_lane_scans_match_their_numpy_definitions(seed, monkeypatch):
     warps = np.flatnonzero(rng.random(61) < 0.6)
     lanes = np.flatnonzero(rng.random(61 * 32) < 0.3).astype(np.int64)
     native = (accel.warp_lowest(pcs), accel.lanes_at(pcs, warps, 3, INF), accel.warps_in(lanes))
+    starts = accel.warp_starts(pcs, accel.WarpScan(61, 7), INF)
+    native_starts = [np.copy(starts[0]), np.copy(starts[1]), *starts[2:5], np.copy(starts[5])]
     native_assigned = pcs.copy()
     accel.assign(native_assigned, lanes, 17)
     _numpy_twin(monkeypatch)
@@ -72,6 +74,14 @@ def test_lane_scans_match_their_numpy_definitions(seed, monkeypatch):
     expected = pcs.copy()
     expected[lanes] = 17
     assert np.array_equal(native_assigned, expected)
+    lowest = pcs.reshape(-1, 32).min(axis=1)
+    ready = np.flatnonzero(lowest != INF)
+    distinct = sorted(set(lowest[ready].tolist()))
+    assert np.array_equal(native_starts[0], lowest) and native_starts[1].tolist() == ready.tolist()
+    assert native_starts[2:5] == [len(distinct), distinct[0], distinct[1] if len(distinct) > 1 else INF]
+    assert native_starts[5].tolist() == [warp for warp in ready if lowest[warp] == distinct[0]]
+    twin_starts = accel.warp_starts(pcs, accel.WarpScan(61, 7), INF)
+    assert [np.asarray(part).tolist() for part in twin_starts] == [np.asarray(part).tolist() for part in native_starts]
     twin = (accel.warp_lowest(pcs), accel.lanes_at(pcs, warps, 3, INF), accel.warps_in(lanes))
     assert np.array_equal(twin[0], native[0]) and twin[1][0].tolist() == at and twin[1][1] == native[1][1]
     assert twin[2] == native[2]
@@ -83,3 +93,11 @@ def test_lanes_at_no_warps_and_all_threads_at_the_pc():
     assert lanes.tolist() == list(range(64)) and others == INF
     lanes, others = accel.lanes_at(pcs, np.empty(0, dtype=np.int64), 9, INF)
     assert len(lanes) == 0 and others == INF
+
+
+def test_warp_starts_refuses_a_pc_past_its_limit_and_reports_no_running_warp():
+    pcs = np.full(64, INF, dtype=np.int32)
+    assert accel.warp_starts(pcs, accel.WarpScan(2, 4), INF) is None
+    pcs[5] = 9
+    with pytest.raises(ValueError, match="outside 0..3"):
+        accel.warp_starts(pcs, accel.WarpScan(2, 4), INF)

@@ -39,11 +39,27 @@ def warp_lowest(pcs: np.ndarray) -> np.ndarray:
     return lowest
 
 
-def warp_starts(pcs: np.ndarray, seen: np.ndarray, none: int):
-    """What a scheduler asks first of a batch's per-thread pcs (each below len(seen), or none for a thread that runs no
-    more): (per warp its lowest pc, the warps that still run (ascending), how many distinct lowest pcs those have, the
-    lowest two of them (none for a missing second), the warps whose lowest pc is the lowest); None when no warp runs.
-    seen: the caller's zeroed uint8 scratch of one byte per pc, zero again on return."""
+class WarpScan:
+    """Buffers for warp_starts over a batch of `warps` warps whose pcs are below `limit`, kept by the scheduler that
+    asks (what warp_starts returns lives in them until its next call)."""
+
+    def __init__(self, warps: int, limit: int):
+        self.lowest = np.empty(warps, dtype=np.int32)
+        self.ready = np.empty(warps, dtype=np.int64)
+        self.behind = np.empty(warps, dtype=np.int64)
+        self.summary = np.empty(4, dtype=np.int64)
+        self.seen = np.zeros(limit, dtype=np.uint8)
+        if _lib is not None:
+            self.pointers = (_ffi.from_buffer("int32_t[]", self.lowest), _ffi.from_buffer("int64_t[]", self.ready),
+                             _ffi.from_buffer("uint8_t[]", self.seen), limit,
+                             _ffi.from_buffer("int64_t[]", self.summary), _ffi.from_buffer("int64_t[]", self.behind))
+
+
+def warp_starts(pcs: np.ndarray, scan: WarpScan, none: int):
+    """What a scheduler asks first of a batch's per-thread pcs (each below the scan's limit, or none for a thread that
+    runs no more): (per warp its lowest pc, the warps that still run (ascending), how many distinct lowest pcs those
+    have, the lowest two of them (none for a missing second), the warps whose lowest pc is the lowest); None when no
+    warp runs."""
     if _lib is None:
         lowest = pcs.reshape(-1, 32).min(axis=1)
         ready = np.flatnonzero(lowest != none)
@@ -53,20 +69,13 @@ def warp_starts(pcs: np.ndarray, seen: np.ndarray, none: int):
         starts = np.flatnonzero(np.bincount(ready_pcs))
         return (lowest, ready, len(starts), int(starts[0]), int(starts[1]) if len(starts) > 1 else none,
                 ready[ready_pcs == starts[0]])
-    warps = len(pcs) // 32
-    lowest = np.empty(warps, dtype=np.int32)
-    ready = np.empty(warps, dtype=np.int64)
-    behind = np.empty(warps, dtype=np.int64)
-    summary = np.empty(4, dtype=np.int64)
-    count = _lib.gl_warp_starts(_ffi.from_buffer("int32_t[]", pcs), warps, _ffi.from_buffer("int32_t[]", lowest),
-                                _ffi.from_buffer("int64_t[]", ready), _ffi.from_buffer("uint8_t[]", seen), len(seen),
-                                _ffi.from_buffer("int64_t[]", summary), _ffi.from_buffer("int64_t[]", behind))
+    count = _lib.gl_warp_starts(_ffi.from_buffer("int32_t[]", pcs), len(scan.lowest), *scan.pointers)
     if count < 0:
-        raise ValueError(f"a pc outside 0..{len(seen) - 1} and not {none}")
+        raise ValueError(f"a pc outside 0..{len(scan.seen) - 1} and not {none}")
     if count == 0:
         return None
-    distinct, first, second, n_behind = (int(value) for value in summary)
-    return lowest, ready[:count], distinct, first, min(second, none), behind[:n_behind]
+    distinct, first, second, n_behind = scan.summary.tolist()
+    return scan.lowest, scan.ready[:count], distinct, first, min(second, none), scan.behind[:n_behind]
 
 
 def lanes_at(pcs: np.ndarray, warps: np.ndarray, pc: int, none: int) -> tuple:
@@ -78,11 +87,11 @@ def lanes_at(pcs: np.ndarray, warps: np.ndarray, pc: int, none: int) -> tuple:
         at = at_pc == pc
         return lanes[at], int(np.min(at_pc, where=~at, initial=none))
     warps = np.ascontiguousarray(warps, dtype=np.int64)
-    lanes = np.empty(len(warps) * 32, dtype=np.int64)
-    others = _ffi.new("int32_t *")
+    room = len(warps) * 32
+    lanes = np.empty(room + 1, dtype=np.int64)
     count = _lib.gl_lanes_at(_ffi.from_buffer("int32_t[]", pcs), _ffi.from_buffer("int64_t[]", warps), len(warps),
-                             pc, _ffi.from_buffer("int64_t[]", lanes), others)
-    return lanes[:count], min(int(others[0]), none)
+                             pc, _ffi.from_buffer("int64_t[]", lanes))
+    return lanes[:count], min(int(lanes[room]), none)
 
 
 def warps_in(lanes: np.ndarray) -> int:

@@ -29,8 +29,8 @@ void gl_warp_lowest(const int32_t *pcs, int64_t warps, int32_t *lowest)
         lowest[w] = warp_min(pcs + w * 32);
 }
 
-int64_t gl_lanes_at(const int32_t *pcs, const int64_t *warps, int64_t n_warps, int32_t pc, int64_t *out,
-                    int32_t *others)
+/* out: room for 32 lanes a warp and one slot after them, which gets the lowest pc of the other lanes */
+int64_t gl_lanes_at(const int32_t *pcs, const int64_t *warps, int64_t n_warps, int32_t pc, int64_t *out)
 {
     int64_t count = 0;
     int32_t low = INT32_MAX;
@@ -54,7 +54,7 @@ int64_t gl_lanes_at(const int32_t *pcs, const int64_t *warps, int64_t n_warps, i
                 low = at;
         }
     }
-    *others = low;
+    out[n_warps * 32] = low;
     return count;
 }
 

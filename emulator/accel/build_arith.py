@@ -14,8 +14,7 @@ void ga_fma_f32(const float *a, int64_t stride_a, const float *b, int64_t stride
 void ga_fma_f64(const double *a, int64_t stride_a, const double *b, int64_t stride_b, const double *c,
                 int64_t stride_c, double *out, int64_t n);
 void gl_warp_lowest(const int32_t *pcs, int64_t warps, int32_t *lowest);
-int64_t gl_lanes_at(const int32_t *pcs, const int64_t *warps, int64_t n_warps, int32_t pc, int64_t *out,
-                    int32_t *others);
+int64_t gl_lanes_at(const int32_t *pcs, const int64_t *warps, int64_t n_warps, int32_t pc, int64_t *out);
 int64_t gl_warps_in(const int64_t *lanes, int64_t n);
 void gl_assign(int32_t *values, const int64_t *lanes, int64_t n, int32_t value);
 int64_t gl_warp_starts(const int32_t *pcs, int64_t warps, int32_t *lowest, int64_t *ready, uint8_t *seen,

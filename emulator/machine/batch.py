@@ -292,7 +292,7 @@ class Batch:
                     if pc >= others or (turn_limit is not None and turn >= turn_limit):
                         self._leave_at(sel, pc)
                         return
-            if fast and straight_run[pc] > 1:
+            if fast and straight_run[pc] > (0 if compiled is not None else 1):
                 end = min(pc + straight_run[pc], others)
                 if turn_limit is not None:
                     end = min(end, pc + turn_limit - turn)

@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 
 from emulator import ir
-from emulator.accel import lanes_at, warp_lowest, warp_starts
+from emulator.accel import WarpScan, lanes_at, warp_lowest, warp_starts
 from emulator.machine.batch import SPIN_ROTATE
 from emulator.machine.lanes import ALL
 from emulator.machine.states import INF
@@ -136,8 +136,8 @@ class RandomSchedule(_WarpPolicy):
         super()._reset(batch)
         #: per pc, how many instructions on from it the next store or atomic is (in pc order, up to MAX_TURN)
         self.until_sensitive = _until_sensitive(batch.program.instrs)
-        #: a zeroed byte per pc (and one for the pc after the last), for the scan of the warps' lowest pcs
-        self.seen = np.zeros(len(batch.program.instrs) + 1, dtype=np.uint8)
+        #: buffers for the scan of the warps' lowest pcs (every pc of the program and the one after the last)
+        self.scan = WarpScan(batch.n // 32, len(batch.program.instrs) + 1)
         #: the store or atomic where a group was split last, and how many times in a row
         self.split_pc = None
         self.splits = 0
@@ -146,7 +146,7 @@ class RandomSchedule(_WarpPolicy):
         if self._batch is not batch:
             self._reset(batch)
         rpc = batch.rpc
-        scan = warp_starts(rpc, self.seen, INF)
+        scan = warp_starts(rpc, self.scan, INF)
         if scan is None:
             return None
         lowest, ready, distinct, first, second, behind = scan

@@ -99,19 +99,18 @@ class ProgramCode:
         """The gx_part function of the region that starts at first, or None while the partial module is not compiled:
         at once for "compiled"; under "auto" when the cache has it, or once the interpreter has done about a compile's
         worth of the partial runs it would take (counted here, as interpreted() counts)."""
-        if self.partials is None:
-            if self.partial_state == "failed":
-                return None
-            if self.partial_state == "unprobed":
-                self.partial_state = "counting"
-                self._compile_partials(cached_only=not self.eager)
-            elif not self.eager:
-                self.partial_work += steps * STEP_WEIGHT + thread_instructions
-                if self.partial_work >= AUTO_THRESHOLD:
-                    self._compile_partials(cached_only=False)
-            if self.partials is None:
-                return None
-        return getattr(self.partials, f"gx_part_{first}")
+        if self.partials is not None:
+            return self.partial_functions[first]
+        if self.partial_state == "failed":
+            return None
+        if self.partial_state == "unprobed":
+            self.partial_state = "counting"
+            self._compile_partials(cached_only=not self.eager)
+        elif not self.eager:
+            self.partial_work += steps * STEP_WEIGHT + thread_instructions
+            if self.partial_work >= AUTO_THRESHOLD:
+                self._compile_partials(cached_only=False)
+        return None if self.partials is None else self.partial_functions[first]
 
     def _compile_partials(self, cached_only: bool) -> None:
         source, names = partial_source(self.generated)
@@ -122,6 +121,8 @@ class ProgramCode:
             return
         if built is not None:
             self.partial_ffi, self.partials = built[0], built[1]
+            self.partial_functions = {items[0].pc: getattr(self.partials, f"gx_part_{items[0].pc}")
+                                      for items, _ in self.generated.regions}
             self.compile_seconds += built[2]
 
     def scratch(self, n: int):
@@ -272,6 +273,10 @@ class BatchCode:
             stop = min(end, unit.end)
             if unit.has_memory:
                 self._refresh_memory()
+            first = unit.region_start.get(pc)
+            if first is not None and (pc != first or stop < unit.region_end[pc]):
+                pc = self._part(unit, pc, min(stop, unit.region_end[pc]), sel)
+                continue
             result = function(pc, stop, pointer, n, self.regs, self.specials, self.context)
             pc = self._after(result, unit, pc, stop, sel)
 
@@ -294,25 +299,40 @@ class BatchCode:
         end = min(stop, unit.region_end[redo])
         done = self.context.resume
         if done < 0:
-            done = 0
-            lanes = batch.n if sel is ALL else len(sel)
-            function = self.code.partial(unit.region_start[redo], end - redo, (end - redo) * lanes)
-            if function is not None:
-                ffi = self.code.partial_ffi
-                if self._partial_args is None:
-                    self._partial_args = tuple(ffi.cast(kind, self.code.ffi.cast("uintptr_t", pointer)) for kind, pointer
-                                               in (("void **", self.regs), ("void **", self.specials),
-                                                   ("gx_context *", self.context)))
-                pointer = ffi.NULL if sel is ALL else ffi.from_buffer("int64_t[]", sel)
-                if function(redo, end, pointer, lanes, *self._partial_args) == -1:
-                    batch.steps += end - redo
-                    return end
-                done = self.context.resume
+            return self._part(unit, redo, end, sel)
+        self._interpret(redo, end, sel, done)
+        return end
+
+    def _part(self, unit, pc: int, end: int, sel) -> int:
+        """Instructions pc up to end of one region, a part of it: its gx_part code when the partial module is
+        compiled, the interpreter for the lanes that code hands back or without it. Returns end."""
+        batch = self.batch
+        code = self.code
+        lanes = batch.n if sel is ALL else len(sel)
+        function = code.partial(unit.region_start[pc], end - pc, (end - pc) * lanes)
+        done = 0
+        if function is not None:
+            ffi = code.partial_ffi
+            if self._partial_args is None:
+                self._partial_args = tuple(ffi.cast(kind, code.ffi.cast("uintptr_t", pointer)) for kind, pointer
+                                           in (("void **", self.regs), ("void **", self.specials),
+                                               ("gx_context *", self.context)))
+            if function(pc, end, ffi.NULL if sel is ALL else ffi.from_buffer("int64_t[]", sel), lanes,
+                        *self._partial_args) == -1:
+                batch.steps += end - pc
+                return end
+            done = self.context.resume
+        self._interpret(pc, end, sel, done)
+        return end
+
+    def _interpret(self, pc: int, end: int, sel, done: int) -> None:
+        """The interpreter runs instructions pc up to end for the lanes of sel from the done-th on."""
+        batch = self.batch
+        execs = batch.executors
         rest = sel if done == 0 else (np.arange(done, batch.n, dtype=np.int64) if sel is ALL else sel[done:])
-        for index in range(redo, end):
+        for index in range(pc, end):
             batch.steps += 1
             execs[index](rest)
-        return end
 
     def loop(self, pc: int, sel, others: int, backward: int, rotate_limit: int, turn_left: Optional[int] = None):
         """Rounds of the compiled loop whose head is pc, for as long as the scheduler would keep the group in it and
@@ -351,7 +371,7 @@ class BatchCode:
         function(ffi.from_buffer("int64_t[]", lanes), len(lanes), rounds, rotate_left, int(others != INF),
                  self.regs, self.specials, self.context, ffi.from_buffer("int64_t[]", self.park),
                  ffi.from_buffer("int64_t[]", info))
-        done, warp_sum, lane_sum, result, remaining, parked, left, rotated = (int(value) for value in info)
+        done, warp_sum, lane_sum, result, remaining, parked, left, rotated = info.tolist()
         batch.steps += done * per_round
         batch.warp_instructions += warp_sum * per_round
         batch.thread_instructions += lane_sum * per_round
