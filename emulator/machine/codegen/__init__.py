@@ -122,7 +122,7 @@ class ProgramCode:
         if built is not None:
             self.partial_ffi, self.partials = built[0], built[1]
             self.partial_functions = {items[0].pc: getattr(self.partials, f"gx_part_{items[0].pc}")
-                                      for items, _ in self.generated.regions}
+                                      for items, _, _ in self.generated.regions}
             self.compile_seconds += built[2]
 
     def scratch(self, n: int):

@@ -997,7 +997,7 @@ class Generated:
     #: whose initial zeros a thread can see
     entry_live: Optional[frozenset] = None
     #: every region of lane instructions with its unit's register storage, for partial_source
-    regions: List[Tuple[List["_Compiled"], Dict[int, np.dtype]]] = field(default_factory=list)
+    regions: List[Tuple[List["_Compiled"], Dict[int, np.dtype], Optional[set]]] = field(default_factory=list)
     uniform: frozenset = frozenset()
 
 
@@ -1128,22 +1128,17 @@ def _constants(body: str, constant: set) -> str:
 
 
 def _partial_region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict[str, int],
-                    uniform: frozenset) -> str:
+                    uniform: frozenset, live_after: Optional[set]) -> str:
     """gx_part_<first>: a region run from any of its instructions (lo) up to any later one (hi), lane after lane, for a
-    scheduling turn that starts or ends inside it. Every register stays in its array. A refused load puts back what
-    its lane changed that a run from lo reads first (of the registers written before the region's last load) and
-    returns -2 - lo with ctx->resume the lanes before it, as a whole region's run does."""
+    scheduling turn that starts or ends inside it. A lane's registers are C variables: an entry for each lo reads those
+    live there from their arrays, an exit before each instruction writes back those the region writes that are live
+    there when it is hi, and nothing else touches the arrays (nor keeps a variable alive past its last use), so a load
+    the inline checks refuse leaves its lane as it was at lo; it returns -2 - lo with ctx->resume the lanes before it,
+    as a whole region's run does. live_after: the registers an instruction after the region may read (None: all)."""
     first, last = items[0].pc, items[-1].pc + 1
     used = set().union(*(item.reads | item.writes for item in items))
+    written = set().union(*(item.writes for item in items))
     has_load = any("ROLLBACK" in item.body for item in items)
-    kept_from: Dict[Tuple[int, ...], List[int]] = {}
-    if has_load:
-        last_load = max(index for index, item in enumerate(items) if "ROLLBACK" in item.body)
-        for start in range(len(items)):
-            written_before = set().union(*(item.writes for item in items[start:last_load]))
-            needed = tuple(reg for reg in _needs_saving(items[start:]) if reg in written_before)
-            kept_from.setdefault(needed, []).append(items[start].pc)
-    written = sorted(set().union(*kept_from))
     lines = [f"int64_t gx_part_{first}(int64_t lo, int64_t hi, const int64_t *sel, int64_t n, void **R, void **S, "
              "gx_context *ctx)", "{", f"    if (lo < {first} || hi > {last} || lo >= hi) return INT64_MIN;"]
     lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used)]
@@ -1153,39 +1148,42 @@ def _partial_region(items: List[_Compiled], storage: Dict[int, np.dtype], specia
     lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
     if memos:
         lines.append("    gx_memo cta = GX_MEMO_INIT;")
-    lines += [f"    {_register_type(storage[reg])} k{reg} = 0;" for reg in written]
     lines.append("    int64_t done = 0, t = 0;")
     constant = _uniform_reads(items, used, uniform, lines, storage)
-    keep = _by_start(kept_from, lambda reg: f"k{reg} = r{reg}[t];")
-    cases = _constants(" ".join(f"case {item.pc}: if (hi <= {item.pc}) break; "
-                                f"do {{ {item.body.replace('ROLLBACK', 'rollback')} }} while (0);" for item in items),
-                       constant)
-    lines.append(f"#define PART_{first} {{ {keep} switch (lo) {{ {cases} }} }}")
-    lines.append(f"    if (sel) {{ for (; done < n; done++) {{ t = sel[done]; PART_{first} }} }}")
-    lines.append(f"    else {{ for (; done < n; done++) {{ t = done; PART_{first} }} }}")
-    lines.append(f"#undef PART_{first}")
+    local = used - constant
+    live = [set(used if live_after is None else live_after & used)]
+    for item in reversed(items):
+        live.append(set(item.reads) | (live[-1] - (set() if item.guarded else set(item.writes))))
+    live.reverse()
+
+    def write_back(index: int) -> str:
+        return " ".join(f"r{reg}[t] = l{reg};" for reg in sorted(live[index] & written))
+    entries = " ".join(f"case {item.pc}: " + " ".join(f"l{reg} = r{reg}[t];" for reg in sorted(live[index] & local))
+                       + f" goto at_{item.pc};" for index, item in enumerate(items))
+    body = " ".join((f"at_{item.pc}: if (hi == {item.pc}) {{ {write_back(index)} goto next; }} " if index else
+                     f"at_{item.pc}: ")
+                    + f"do {{ {_localized(_constants(item.body, constant), local).replace('ROLLBACK', 'rollback')} }}"
+                    " while (0);" for index, item in enumerate(items))
+    declarations = " ".join(f"{_register_type(storage[index])} l{index};" for index in sorted(local))
+    lines.append("    for (; done < n; done++) {")
+    lines.append("        t = sel ? sel[done] : done;")
+    lines.append(f"        {{ {declarations} switch (lo) {{ {entries} default: goto next; }} {body} "
+                 f"{write_back(len(items))} }}")
+    lines.append("    next: ;")
+    lines.append("    }")
     lines.append("    return -1;")
     if has_load:
-        lines.append("rollback:")
-        lines.append("    " + _by_start(kept_from, lambda reg: f"r{reg}[t] = k{reg};") + " ctx->resume = done;")
-        lines.append("    return -2 - lo;")
+        lines += ["rollback:", "    ctx->resume = done;", "    return -2 - lo;"]
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def _by_start(registers_from: Dict[Tuple[int, ...], List[int]], statement) -> str:
-    """A switch on lo running statement(reg) for each register of the set registers_from gives lo."""
-    cases = [" ".join(f"case {pc}:" for pc in pcs) + " " + " ".join(statement(reg) for reg in registers) + " break;"
-             for registers, pcs in registers_from.items() if registers]
-    return f"switch (lo) {{ {' '.join(cases)} default: break; }}" if cases else ""
 
 
 def partial_source(generated: Generated) -> Tuple[str, List[str]]:
     """The C of every region's gx_part function (a module of its own, compiled only for programs whose runs start or
     end inside regions often), and the functions' names."""
-    parts = [_partial_region(items, storage, generated.specials, generated.uniform)
-             for items, storage in generated.regions]
-    return PRELUDE + "\n" + "\n".join(parts), [f"gx_part_{items[0].pc}" for items, _ in generated.regions]
+    parts = [_partial_region(items, storage, generated.specials, generated.uniform, live_after)
+             for items, storage, live_after in generated.regions]
+    return PRELUDE + "\n" + "\n".join(parts), [f"gx_part_{items[0].pc}" for items, _, _ in generated.regions]
 
 
 def _store_function(item: _Compiled, storage: Dict[int, np.dtype]) -> str:
@@ -1320,7 +1318,7 @@ def generate(program: ir.Program, uniform) -> Generated:
         live = _live_in(program, all_compiled)
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         live = None
-    region_list: List[Tuple[List[_Compiled], Dict[int, np.dtype]]] = []
+    region_list: List[Tuple[List[_Compiled], Dict[int, np.dtype], Optional[set]]] = []
     for plan, compiled in pending:
         regions: List[List[_Compiled]] = []
         for item in compiled:
@@ -1348,7 +1346,7 @@ def generate(program: ir.Program, uniform) -> Generated:
             for item in region:
                 plan.region_start[item.pc] = first
                 plan.region_end[item.pc] = last
-            region_list.append((region, plan.registers))
+            region_list.append((region, plan.registers, live_after))
         bodies.append("".join(parts))
         bodies.append(
             f"int64_t {plan.name}(int64_t from, int64_t to, const int64_t *sel, int64_t n, void **R, void **S, "
