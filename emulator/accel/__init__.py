@@ -95,7 +95,7 @@ def lanes_at(pcs: np.ndarray, warps: np.ndarray, pc: int, none: int) -> tuple:
 
 
 def warps_in(lanes: np.ndarray) -> int:
-    """How many warps the ascending thread indices lanes touch."""
+    """How many warps the ascending int64 thread indices lanes touch."""
     if _lib is None or len(lanes) < 64:
         if len(lanes) == 0:
             return 0
@@ -105,7 +105,7 @@ def warps_in(lanes: np.ndarray) -> int:
 
 
 def assign(values: np.ndarray, lanes: np.ndarray, value: int) -> None:
-    """values[lanes] = value, for an int32 values and int64 lanes."""
+    """values[lanes] = value, for int32 values and int64 lanes (as every lane selection is)."""
     if _lib is None or len(lanes) < 64:
         values[lanes] = value
         return

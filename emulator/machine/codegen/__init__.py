@@ -317,10 +317,13 @@ class BatchCode:
                 self._partial_args = tuple(ffi.cast(kind, code.ffi.cast("uintptr_t", pointer)) for kind, pointer
                                            in (("void **", self.regs), ("void **", self.specials),
                                                ("gx_context *", self.context)))
-            if function(pc, end, ffi.NULL if sel is ALL else ffi.from_buffer("int64_t[]", sel), lanes,
-                        *self._partial_args) == -1:
+            result = function(pc, end, ffi.NULL if sel is ALL else ffi.from_buffer("int64_t[]", sel), lanes,
+                              *self._partial_args)
+            if result == -1:
                 batch.steps += end - pc
                 return end
+            if result == NOT_COMPILED:
+                raise RuntimeError(f"gx_part_{unit.region_start[pc]} has no code for pcs {pc} to {end}")
             done = self.context.resume
         self._interpret(pc, end, sel, done)
         return end
