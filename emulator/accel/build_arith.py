@@ -1,25 +1,18 @@
-"""cffi (API mode) build of the C accelerators (arithmetic and lane scans); `python -m emulator.accel.build_arith` builds in place."""
+"""cffi (API mode) build of the C accelerators (arithmetic, lane scans); `python -m emulator.accel.build_arith` builds
+in place."""
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE_NAME = "emulator.accel._gpuemu_arith"
-DECLARATIONS = """
-void ga_fma_f32(const float *a, int64_t stride_a, const float *b, int64_t stride_b, const float *c,
-                int64_t stride_c, float *out, int64_t n);
-void ga_fma_f64(const double *a, int64_t stride_a, const double *b, int64_t stride_b, const double *c,
-                int64_t stride_c, double *out, int64_t n);
-void gl_warp_lowest(const int32_t *pcs, int64_t warps, int32_t *lowest);
-int64_t gl_lanes_at(const int32_t *pcs, const int64_t *warps, int64_t n_warps, int32_t pc, int64_t *out);
-int64_t gl_warps_in(const int64_t *lanes, int64_t n);
-void gl_assign(int32_t *values, const int64_t *lanes, int64_t n, int32_t value);
-int64_t gl_warp_starts(const int32_t *pcs, int64_t warps, int32_t *lowest, int64_t *ready, uint8_t *seen,
-                       int64_t limit, int64_t *summary, int64_t *behind);
-"""
+#: the functions _arith.h declares, as cffi reads them (its preprocessor lines left out)
+DECLARATIONS = "\n".join(line for line in Path(HERE, "_arith.h").read_text(encoding="utf-8").splitlines()
+                         if not line.startswith("#"))
 
 
 def make_builder(source_dir: str) -> FFI:

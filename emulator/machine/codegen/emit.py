@@ -1080,13 +1080,7 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
     lines = [f"static int64_t gx_region_{first}(int64_t lo, int64_t hi, const int64_t *sel, int64_t n, void **R, "
              "void **S, gx_context *ctx)", "{",
              f"    if (lo != {first} || hi != {last}) {{ ctx->resume = -1; return -2 - lo; }}"]
-    lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used - local)]
-    lines += [f"    const uint32_t *s{slot} = S[{slot}];" for slot in sorted(specials.values())]
-    lines += ["    const gm_memory *mem = ctx->memory;", "    (void)S; (void)mem;"]
-    memos = sorted({int(pc) for item in items for pc in _LOAD_MEMO.findall(item.body)})
-    lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
-    if memos:
-        lines.append("    gx_memo cta = GX_MEMO_INIT;")
+    lines += _prologue(items, used - local, storage, specials)
     last_load = max((index for index, item in enumerate(items) if "ROLLBACK" in item.body), default=-1)
     written_before = set().union(*(item.writes for item in items[:last_load]))
     saved = [reg for reg in _needs_saving(items) if reg in written_before]
@@ -1108,6 +1102,19 @@ def _region(items: List[_Compiled], storage: Dict[int, np.dtype], specials: Dict
         lines.append("    return -2 - lo;")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _prologue(items: List[_Compiled], arrays: set, storage: Dict[int, np.dtype], specials: Dict[str, int]) -> List[str]:
+    """The declarations a region's function starts with: its register arrays, the specials, the memory and one
+    allocation memo per load (and the lane's CTA memo)."""
+    lines = [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(arrays)]
+    lines += [f"    const uint32_t *s{slot} = S[{slot}];" for slot in sorted(specials.values())]
+    lines += ["    const gm_memory *mem = ctx->memory;", "    (void)S; (void)mem;"]
+    memos = sorted({int(pc) for item in items for pc in _LOAD_MEMO.findall(item.body)})
+    lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
+    if memos:
+        lines.append("    gx_memo cta = GX_MEMO_INIT;")
+    return lines
 
 
 def _uniform_reads(items: List[_Compiled], used: set, uniform: frozenset, lines: List[str],
@@ -1141,13 +1148,7 @@ def _partial_region(items: List[_Compiled], storage: Dict[int, np.dtype], specia
     has_load = any("ROLLBACK" in item.body for item in items)
     lines = [f"int64_t gx_part_{first}(int64_t lo, int64_t hi, const int64_t *sel, int64_t n, void **R, void **S, "
              "gx_context *ctx)", "{", f"    if (lo < {first} || hi > {last} || lo >= hi) return INT64_MIN;"]
-    lines += [f"    {_register_type(storage[index])} *r{index} = R[{index}];" for index in sorted(used)]
-    lines += [f"    const uint32_t *s{slot} = S[{slot}];" for slot in sorted(specials.values())]
-    lines += ["    const gm_memory *mem = ctx->memory;", "    (void)S; (void)mem;"]
-    memos = sorted({int(pc) for item in items for pc in _LOAD_MEMO.findall(item.body)})
-    lines += [f"    gx_memo hit_{pc} = GX_MEMO_INIT;" for pc in memos]
-    if memos:
-        lines.append("    gx_memo cta = GX_MEMO_INIT;")
+    lines += _prologue(items, used, storage, specials)
     lines.append("    int64_t done = 0, t = 0;")
     constant = _uniform_reads(items, used, uniform, lines, storage)
     local = used - constant
