@@ -597,9 +597,8 @@ def _chain(seed: int, bad: int, engine: str):
     return report, out.tolist(), data
 
 
-def test_random_turns_that_cut_a_region_run_its_partial_code_and_match_numpy(monkeypatch):
-    """Turns end after a random number of instructions, so many start or stop inside the kernel's one long region;
-    those parts run as gx_part code, reading registers an earlier part of the region wrote."""
+def _partial_lookups(monkeypatch) -> list:
+    """A list that gets, for each part of a region about to run, whether compiled code was there for it."""
     from emulator.machine import codegen
     calls = []
     original = codegen.ProgramCode.partial
@@ -609,6 +608,13 @@ def test_random_turns_that_cut_a_region_run_its_partial_code_and_match_numpy(mon
         calls.append(function is not None)
         return function
     monkeypatch.setattr(codegen.ProgramCode, "partial", counted)
+    return calls
+
+
+def test_random_turns_that_cut_a_region_run_its_partial_code_and_match_numpy(monkeypatch):
+    """Turns end after a random number of instructions, so many start or stop inside the kernel's one long region;
+    those parts run as gx_part code, reading registers an earlier part of the region wrote."""
+    calls = _partial_lookups(monkeypatch)
     for seed in range(6):
         report, out, data = _chain(seed, 1 << 20, "compiled")
         assert out == _chain_reference(data)
@@ -634,14 +640,7 @@ def test_auto_compiles_the_partial_module_once_partial_runs_have_cost_about_a_co
     monkeypatch.setattr(codegen, "AUTO_THRESHOLD_PER_INSTRUCTION", 0)
     monkeypatch.setenv("GPUEMU_NO_CACHE", "1")
     text = CHAIN.replace("0x5a5a", "0x3c3c")
-    calls = []
-    original = codegen.ProgramCode.partial
-
-    def counted(self, *args):
-        function = original(self, *args)
-        calls.append(function is not None)
-        return function
-    monkeypatch.setattr(codegen.ProgramCode, "partial", counted)
+    calls = _partial_lookups(monkeypatch)
     kernel = Module(text, "chain.ptx", Device()).kernel("chain")
     data = np.arange(256, dtype=np.uint32)
     for seed in range(8):
