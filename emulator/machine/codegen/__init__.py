@@ -59,7 +59,9 @@ class ProgramCode:
         self.generated_source: Optional[Generated] = None
         self._scratch = None
         self.eager = eager
-        self.partials = None
+        #: the partial module (partial_source), its ffi and its functions by region start, once compiled
+        self.partials = self.partial_ffi = None
+        self.partial_functions = {}
         self.partial_work = 0
         self.partial_state = "unprobed"
         if eager:
