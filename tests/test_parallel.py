@@ -196,10 +196,10 @@ def _alive(pid: int) -> bool:
 
 def _start_long_schedules(out: Path):
     """gpuemu running --repeat 40 over 2 workers, once the workers have started: (the process, the forkserver and
-    workers). Each schedule (16 MiB of bytes to count) takes about a second here, so workers left to finish theirs
+    workers). Each schedule (48 MiB of bytes to count) takes about a second here, so workers left to finish theirs
     would outlive the command."""
     command = [sys.executable, "-m", "emulator", "run", HISTOGRAM / "histogram.ptx", "--grid", "64", "--block", "256",
-               "--arg", "zeros:u8:16777216", "--arg", "i32:16777216", "--arg", "zeros:u32:256",
+               "--arg", "zeros:u8:50331648", "--arg", "i32:50331648", "--arg", "zeros:u32:256",
                "--schedule", "random", "--repeat", "40", "--jobs", "2", "--out", out, "--json", out / "report.json"]
     child = subprocess.Popen(list(map(str, command)), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True, start_new_session=True)

@@ -26,10 +26,8 @@ Outcome = Tuple[int, List[Tuple[int, np.ndarray]], Optional[str]]
 #: below this many seconds of expected work, starting worker processes costs more than it saves
 WORKER_START_SECONDS = 0.5
 
-#: how long an interrupted or broken pool of workers may take to close before the command goes on without it: the close
-#: either ends at once or blocks for good (its manager thread can wait forever on a queue a worker was ended in the
-#: middle of writing to), and the command ends through os._exit, which does not wait for that thread
-SHUTDOWN_SECONDS = 0.5
+#: how long an interrupted or broken pool of workers may take to close before the command goes on without it
+SHUTDOWN_SECONDS = 5
 
 #: how long --cluster waits for its scheduler to answer
 CONNECT_SECONDS = 20
