@@ -235,6 +235,32 @@ def test_interrupting_the_schedules_ends_the_workers_and_leaves_no_output(tmp_pa
     assert json.loads((out / "report.json").read_text())["status"] == "interrupted"
 
 
+def test_interrupting_workers_while_they_send_large_results_ends_the_command_at_once(tmp_path):
+    """Schedules that take no time over 3 x 120 MB of arguments: the workers spend their time sending those back, so
+    a Ctrl-C lands in the middle of a result. A worker ended there left half a message that the pool's closing waited
+    on for SHUTDOWN_SECONDS (5 s, then a leaked-semaphore warning after gpuemu's last line); 2 of 5 such interrupts
+    did so before the fix."""
+    n = 30_000_000
+    for attempt, delay in enumerate((1.2, 1.5, 1.8)):
+        out = tmp_path / f"out{attempt}"
+        command = [sys.executable, "-m", "emulator", "run", ROOT / "examples" / "vecadd" / "vecadd.ptx", "--kernel",
+                   "vecadd", "--grid", "1", "--block", "32", "--arg", f"zeros:f32:{n}", "--arg", f"zeros:f32:{n}",
+                   "--arg", f"zeros:f32:{n}", "--arg", "i32:32", "--schedule", "random", "--repeat", "40",
+                   "--jobs", "2", "--out", out, "--quiet"]
+        child = subprocess.Popen(list(map(str, command)), cwd=ROOT, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while len(_workers(child.pid)) < 3 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(_workers(child.pid)) >= 3, "the workers never started"
+        time.sleep(delay)
+        signalled = time.monotonic()
+        os.killpg(child.pid, signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+        assert time.monotonic() - signalled < 2.0, stderr
+        assert child.returncode == 130 and stderr.strip().splitlines()[-1] == "gpuemu: interrupted", stderr
+
+
 def test_workers_end_with_a_command_killed_outright(tmp_path):
     child, workers = _start_long_schedules(tmp_path / "out")
     killed = time.monotonic()

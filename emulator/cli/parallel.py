@@ -219,6 +219,11 @@ def _abandon(executor: ProcessPoolExecutor) -> None:
     for process in list((getattr(executor, "_processes", None) or {}).values()):
         if process.is_alive():
             process.terminate()
+    # a worker ended while it sent its result leaves half a message, which the pool's manager thread would wait on for
+    # good while this process holds the pipe's writing end too: closed here, the thread reads the pipe's end instead
+    writer = getattr(getattr(executor, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        writer.close()
     closing = threading.Thread(target=executor.shutdown, kwargs={"wait": True, "cancel_futures": True},
                                name="gpuemu-pool-close", daemon=True)
     closing.start()
