@@ -198,17 +198,25 @@ def _start_long_schedules(out: Path):
     """gpuemu running --repeat 40 over 2 workers, once the workers have started: (the process, the forkserver and
     workers). Each schedule (48 MiB of bytes to count) takes about a second here, so workers left to finish theirs
     would outlive the command."""
-    command = [sys.executable, "-m", "emulator", "run", HISTOGRAM / "histogram.ptx", "--grid", "64", "--block", "256",
+    command = [HISTOGRAM / "histogram.ptx", "--grid", "64", "--block", "256",
                "--arg", "zeros:u8:50331648", "--arg", "i32:50331648", "--arg", "zeros:u32:256",
                "--schedule", "random", "--repeat", "40", "--jobs", "2", "--out", out, "--json", out / "report.json"]
+    child, workers = _run_with_workers(command)
+    time.sleep(0.3)
+    return child, workers
+
+
+def _run_with_workers(arguments):
+    """`gpuemu run` with arguments in a session of its own, once its forkserver and 2 workers have started:
+    (the process, their pids)."""
+    command = [sys.executable, "-m", "emulator", "run", *arguments]
     child = subprocess.Popen(list(map(str, command)), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while len(_workers(child.pid)) < 3 and child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.02)
     workers = _workers(child.pid)
     assert len(workers) >= 3, "the workers never started"
-    time.sleep(0.3)
     return child, workers
 
 
@@ -243,16 +251,10 @@ def test_interrupting_workers_while_they_send_large_results_ends_the_command_at_
     n = 30_000_000
     for attempt, delay in enumerate((1.2, 1.5, 1.8)):
         out = tmp_path / f"out{attempt}"
-        command = [sys.executable, "-m", "emulator", "run", ROOT / "examples" / "vecadd" / "vecadd.ptx", "--kernel",
-                   "vecadd", "--grid", "1", "--block", "32", "--arg", f"zeros:f32:{n}", "--arg", f"zeros:f32:{n}",
-                   "--arg", f"zeros:f32:{n}", "--arg", "i32:32", "--schedule", "random", "--repeat", "40",
-                   "--jobs", "2", "--out", out, "--quiet"]
-        child = subprocess.Popen(list(map(str, command)), cwd=ROOT, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
-        deadline = time.monotonic() + 120
-        while len(_workers(child.pid)) < 3 and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert len(_workers(child.pid)) >= 3, "the workers never started"
+        child, _ = _run_with_workers([ROOT / "examples" / "vecadd" / "vecadd.ptx", "--kernel", "vecadd", "--grid",
+                                      "1", "--block", "32", "--arg", f"zeros:f32:{n}", "--arg", f"zeros:f32:{n}",
+                                      "--arg", f"zeros:f32:{n}", "--arg", "i32:32", "--schedule", "random",
+                                      "--repeat", "40", "--jobs", "2", "--out", out, "--quiet"])
         time.sleep(delay)
         signalled = time.monotonic()
         os.killpg(child.pid, signal.SIGINT)
