@@ -5,7 +5,7 @@ STAMP := build/.installed
 .PHONY: install demo test test-slow test-clients fuzz bench bench-stats bench-memory bench-schedule bench-cli coverage clean
 
 $(STAMP): pyproject.toml setup.py emulator/memory/_core.c emulator/memory/_core.h emulator/memory/_integer_atomics.h emulator/memory/build_core.py \
-		emulator/accel/_arith.c emulator/accel/_lanes.c emulator/accel/_arith.h emulator/accel/build_arith.py
+		emulator/accel/_arith.c emulator/accel/_lanes.c emulator/accel/_turns.c emulator/accel/_arith.h emulator/accel/build_arith.py
 	rm -f emulator/memory/_gpuemu_core.cpython-*.so emulator/accel/_gpuemu_arith.cpython-*.so
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e ".[test]"
 	@mkdir -p build && touch $(STAMP)

@@ -101,3 +101,41 @@ def test_warp_starts_refuses_a_pc_past_its_limit_and_reports_no_running_warp():
     pcs[5] = 9
     with pytest.raises(ValueError, match="outside 0..3"):
         accel.warp_starts(pcs, accel.WarpScan(2, 4), INF)
+
+
+def _turn_sequence(pcs_states, seed: int, rules) -> list:
+    """Every turn random_turn draws over pcs_states, one after the other from one seeded stream, with where the
+    stream stood after each."""
+    uniforms = accel.Uniforms(np.random.default_rng(seed))
+    drawn = []
+    for pcs in pcs_states:
+        turns = accel.RandomTurns(pcs, 7, rules, INF)
+        turn = accel.random_turn(turns, uniforms)
+        lanes = None if turn is None or turn[2] is None else turn[2].tolist()
+        drawn.append((None if turn is None else (*turn[:2], lanes, *turn[3:]), int(uniforms.cursor[0]),
+                      len(uniforms.values)))
+    return drawn
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_turns_match_their_numpy_definition_draw_for_draw(seed, monkeypatch):
+    rng = np.random.default_rng(100 + seed)
+    rules = accel.TurnRules([0.9 ** k for k in range(1, 12)], [3, 2, 1, 0, 0, 4, 2], (1.0, 0.3, 0.5))
+    states = [_pcs(rng, warps) for warps in rng.integers(1, 40, 300)]
+    states.append(np.full(64, INF, dtype=np.int32))
+    native = _turn_sequence(states, seed, rules)
+    kinds = {turn[0] for turn, _, _ in native if turn is not None}
+    assert kinds == {accel.TURN, accel.WARP_TURN, accel.SPLIT_TURN} and native[-1][0] is None
+    _numpy_twin(monkeypatch)
+    assert _turn_sequence(states, seed, rules) == native
+
+
+def test_random_turn_lengths_are_geometric_and_capped():
+    chance = 1 / 16
+    rules = accel.TurnRules([(1 - chance) ** k for k in range(1, 32)], [5] * 7, (1.0, 0.0, 0.0))
+    uniforms = accel.Uniforms(np.random.default_rng(3))
+    turns = accel.RandomTurns(np.zeros(64, dtype=np.int32), 7, rules, INF)
+    lengths = np.array([accel.random_turn(turns, uniforms)[4] for _ in range(20000)])
+    assert lengths.min() == 1 and lengths.max() == 32
+    for k in (1, 8, 16, 31):
+        assert abs(np.mean(lengths > k) - (1 - chance) ** k) < 0.015

@@ -1,5 +1,5 @@
 """Optional C accelerators: semantics numpy lacks (fused multiply-add; None when not built), and the schedulers' lane
-scans over a batch's per-thread pcs (numpy when not built, with the same results)."""
+scans over a batch's per-thread pcs and the random schedule's turns (numpy when not built, with the same results)."""
 from __future__ import annotations
 
 import numpy as np
@@ -110,6 +110,156 @@ def assign(values: np.ndarray, lanes: np.ndarray, value: int) -> None:
         values[lanes] = value
         return
     _lib.gl_assign(_ffi.from_buffer("int32_t[]", values), _ffi.from_buffer("int64_t[]", lanes), len(lanes), value)
+
+
+#: what random_turn drew: a turn of the lanes it returns; one warp's turn, which the schedule chooses a group of; a
+#: turn of several warps that starts at a store or an atomic, which the schedule splits by warp
+TURN, WARP_TURN, SPLIT_TURN = 1, 2, 3
+
+
+class Uniforms:
+    """A seeded numpy Generator's stream of uniform doubles in [0, 1), drawn in blocks and taken in order, by
+    random_turn (C or numpy) and by the schedule itself: the same seed gives the same stream whoever takes from it."""
+
+    BLOCK = 4096
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.values = np.empty(0, dtype=np.float64)
+        self.cursor = np.zeros(1, dtype=np.int64)
+        self.pointers = None
+
+    def reserve(self, count: int) -> None:
+        """At least count values ahead of the cursor."""
+        at = int(self.cursor[0])
+        if len(self.values) - at >= count:
+            return
+        self.values = np.concatenate([self.values[at:], self.rng.random(max(self.BLOCK, count))])
+        self.cursor[0] = 0
+        if _lib is not None:
+            self.pointers = (_ffi.from_buffer("double[]", self.values), _ffi.from_buffer("int64_t[]", self.cursor))
+
+    def take(self) -> float:
+        self.reserve(1)
+        at = int(self.cursor[0])
+        self.cursor[0] = at + 1
+        return float(self.values[at])
+
+    def take_many(self, count: int) -> np.ndarray:
+        self.reserve(count)
+        at = int(self.cursor[0])
+        self.cursor[0] = at + count
+        return self.values[at:at + count].copy()
+
+
+def index_below(u: float, count: int) -> int:
+    """A draw u in [0, 1) made an index below count (as the C turn makes it)."""
+    return min(int(u * count), count - 1)
+
+
+class TurnRules:
+    """What a random turn follows, fixed per program. longer: P(a turn runs more than k instructions) for k = 1 ..
+    the longest turn - 1, decreasing; until_sensitive: per pc, how many instructions on from it the next store or
+    atomic is (0 at one); chances: (catch-up weight, chance of one warp's turn, chance of stopping before a store)."""
+
+    def __init__(self, longer, until_sensitive, chances):
+        self.longer = np.asarray(longer, dtype=np.float64)
+        self.max_turn = len(self.longer) + 1
+        self.until_sensitive = np.asarray(until_sensitive, dtype=np.int64)
+        self.catch_up_weight, self.single_warp, self.stop_before = (float(chance) for chance in chances)
+        self.chances = np.array(chances, dtype=np.float64)
+
+
+class RandomTurns:
+    """random_turn's state over one batch's per-thread pcs (an array the batch updates in place; its pcs are below
+    limit or none): the warp scan's buffers and the rules, bound to the C code once."""
+
+    def __init__(self, pcs: np.ndarray, limit: int, rules: TurnRules, none: int):
+        self.pcs = pcs
+        self.scan = WarpScan(len(pcs) // 32, limit)
+        self.rules = rules
+        self.none = none
+        #: draws one turn can take at most, the schedule's own included
+        self.reserve = 2 * len(self.scan.lowest) + 16
+        self.result = np.zeros(6, dtype=np.int64)
+        if _lib is not None:
+            self.state = _ffi.new("gl_turns *")
+            state = self.state
+            state.pcs = _ffi.from_buffer("int32_t[]", pcs)
+            state.warps = len(self.scan.lowest)
+            state.lowest, state.ready, state.seen, state.limit, state.summary, state.behind = self.scan.pointers
+            state.longer = _ffi.from_buffer("double[]", rules.longer)
+            state.max_turn = rules.max_turn
+            state.until_sensitive = _ffi.from_buffer("int64_t[]", rules.until_sensitive)
+            state.chances = _ffi.from_buffer("double[]", rules.chances)
+            state.result = _ffi.from_buffer("int64_t[]", self.result)
+            #: what the state points to: the arrays (and the uniforms, bound before each turn) stay alive with it
+            self.bound = (pcs, self.scan, rules, self.result)
+            self.uniforms = None
+
+
+def random_turn(turns: RandomTurns, uniforms: Uniforms):
+    """One turn of a random schedule over turns.pcs (those warp_starts takes), drawn from uniforms: (kind, pc, lanes
+    (ascending int64), pc at which the turn stops for the other lanes of its warps, its length, its warps, the warp of
+    a WARP_TURN); None when no warp runs. In the order of its draws:
+    - its length: 1 + how many of rules.longer a draw is below (geometric, capped);
+    - with D distinct lowest pcs among the warps, a draw times (D + catch-up weight) at or above that weight makes a
+      catch-up turn: every lane of the warps whose lowest pc is the batch's lowest, at it;
+    - otherwise a ready warp (index_below of a draw); a draw below the single-warp chance makes it a WARP_TURN; or
+      else a share s is drawn, and each other warp whose lowest pc is the drawn warp's joins it when its own draw
+      (in warp order) is below s: the lanes of those warps at that pc;
+    - at a store or an atomic (until_sensitive 0) a turn of several warps is a SPLIT_TURN; elsewhere a draw below the
+      stop chance shortens the turn to end before the next one."""
+    uniforms.reserve(turns.reserve)
+    if _lib is None:
+        return _random_turn_numpy(turns.pcs, turns.scan, uniforms, turns.rules, turns.none)
+    lanes = np.empty(len(turns.pcs) + 1, dtype=np.int64)
+    if turns.uniforms is not uniforms.pointers:
+        turns.uniforms = uniforms.pointers
+        turns.state.uniforms, turns.state.cursor = uniforms.pointers
+    kind = _lib.gl_random_turn(turns.state, _ffi.from_buffer("int64_t[]", lanes))
+    if kind <= 0:
+        if kind < 0:
+            raise ValueError(f"a pc outside 0..{len(turns.scan.seen) - 1} and not {turns.none}")
+        return None
+    pc, count, others, length, warps, warp = turns.result.tolist()
+    if kind == WARP_TURN:
+        return kind, -1, None, turns.none, length, 1, warp
+    return kind, pc, lanes[:count], min(others, turns.none), length, warps, -1
+
+
+def _random_turn_numpy(pcs, scan, uniforms, rules, none):
+    starts = warp_starts(pcs, scan, none)
+    if starts is None:
+        return None
+    lowest, ready, distinct, first, second, behind = starts
+    draw = uniforms.take()
+    length = 1
+    while length < rules.max_turn and draw < rules.longer[length - 1]:
+        length += 1
+    if uniforms.take() * (distinct + rules.catch_up_weight) >= rules.catch_up_weight:
+        pc, warps = first, behind
+        lanes, others = lanes_at(pcs, warps, pc, none)
+        others = min(others, second)
+    else:
+        warp = int(ready[index_below(uniforms.take(), len(ready))])
+        if uniforms.take() < rules.single_warp:
+            return WARP_TURN, -1, None, none, length, 1, warp
+        pc = int(lowest[warp])
+        share = uniforms.take()
+        peers = ready[lowest[ready] == pc]
+        joins = peers != warp
+        keep = np.ones(len(peers), dtype=bool)
+        keep[joins] = uniforms.take_many(int(np.count_nonzero(joins))) < share
+        warps = peers[keep]
+        lanes, others = lanes_at(pcs, warps, pc, none)
+    kind = TURN
+    ahead = int(rules.until_sensitive[pc])
+    if ahead == 0:
+        kind = SPLIT_TURN if len(warps) > 1 else TURN
+    elif uniforms.take() < rules.stop_before and ahead < length:
+        length = ahead
+    return kind, int(pc), lanes, int(others), length, len(warps), -1
 
 
 def install() -> None:

@@ -1,4 +1,4 @@
-"""cffi (API mode) build of the C accelerators (arithmetic, lane scans); `python -m emulator.accel.build_arith` builds
+"""cffi (API mode) build of the C accelerators (arithmetic, lane scans, random turns); `python -m emulator.accel.build_arith` builds
 in place."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ DECLARATIONS = "\n".join(line for line in Path(HERE, "_arith.h").read_text(encod
 def make_builder(source_dir: str) -> FFI:
     builder = FFI()
     builder.cdef(DECLARATIONS)
-    sources = [os.path.join(source_dir, name) for name in ("_arith.c", "_lanes.c")]
+    sources = [os.path.join(source_dir, name) for name in ("_arith.c", "_lanes.c", "_turns.c")]
     builder.set_source(MODULE_NAME, '#include "_arith.h"', sources=sources,
                        include_dirs=[source_dir], extra_compile_args=["-O2", "-fno-fast-math", "-ffp-contract=off"],
                        libraries=[] if sys.platform == "win32" else ["m"])

@@ -265,12 +265,16 @@ class Batch:
         else:
             assign(self.rpc, sel, pc)
 
-    def _run_group(self, pc: int, sel, others: int, rotating: bool) -> None:
+    def _run_group(self, pc: int, sel, others: int, rotating: bool, warps: Optional[int] = None) -> None:
+        """Run the group of lanes sel (of warps warps, counted here when None) from pc, as far as the scheduler lets
+        it: to others (where other lanes of its warps wait), a branch that diverges, a barrier, an exit or the end
+        of a policy's turn."""
         instrs = self.program.instrs
         execs = self.executors
         observer = self.observer
         lanes = count_of(sel, self.n)
-        warps = self._warps_in(sel)
+        if warps is None:
+            warps = self._warps_in(sel)
         backward = 0
         max_steps = self.max_steps
         turn = 0

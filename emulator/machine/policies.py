@@ -11,7 +11,9 @@ the order in which they reach memory is drawn too, a group of several warps stop
 and a random share of its warps runs that instruction first (often, not always: each split costs a turn).
 Warps seldom spread over more than a few pcs, so a launch takes about as many turns however large its grid.
 `select(batch)` returns what machine/lockstep.py's `lockstep_select` returns: (pc, lane selection, pc at which the
-group must stop to let sibling lanes catch up, whether it is a rotation turn), or None when nothing can run.
+group must stop to let sibling lanes catch up, whether it is a rotation turn), or None when nothing can run; a random
+turn adds how many warps it has. A random schedule takes every draw in order from one stream of seeded uniform
+doubles, and emulator/accel draws its turns (in C, or numpy with the same results).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Optional
 import numpy as np
 
 from emulator import ir
-from emulator.accel import WarpScan, lanes_at, warp_lowest, warp_starts
+from emulator.accel import SPLIT_TURN, WARP_TURN, RandomTurns, TurnRules, Uniforms, index_below, random_turn, warp_lowest
 from emulator.machine.batch import SPIN_ROTATE
 from emulator.machine.lanes import ALL
 from emulator.machine.states import INF
@@ -130,14 +132,15 @@ class RandomSchedule(_WarpPolicy):
         super().__init__()
         self.seed = int(seed)
         self.independent_groups = independent_groups
-        self.rng = np.random.default_rng(self.seed)
+        #: every draw of the schedule, in order, from the seeded generator
+        self.uniforms = Uniforms(np.random.default_rng(self.seed))
 
     def _reset(self, batch) -> None:
         super()._reset(batch)
-        #: per pc, how many instructions on from it the next store or atomic is (in pc order, up to MAX_TURN)
-        self.until_sensitive = _until_sensitive(batch.program.instrs)
-        #: buffers for the scan of the warps' lowest pcs (every pc of the program and the one after the last)
-        self.scan = WarpScan(batch.n // 32, len(batch.program.instrs) + 1)
+        rules = TurnRules([(1 - 1 / MEAN_TURN) ** k for k in range(1, MAX_TURN)], _until_sensitive(batch.program.instrs),
+                          (CATCH_UP_WEIGHT, SINGLE_WARP_TURNS, STOP_BEFORE_STORES))
+        #: the turns' state: every pc of the program and the one after the last can start a turn
+        self.turns = RandomTurns(batch.rpc, len(batch.program.instrs) + 1, rules, INF)
         #: the store or atomic where a group was split last, and how many times in a row
         self.split_pc = None
         self.splits = 0
@@ -145,49 +148,16 @@ class RandomSchedule(_WarpPolicy):
     def select(self, batch):
         if self._batch is not batch:
             self._reset(batch)
-        rpc = batch.rpc
-        scan = warp_starts(rpc, self.scan, INF)
-        if scan is None:
+        turn = random_turn(self.turns, self.uniforms)
+        if turn is None:
             return None
-        lowest, ready, distinct, first, second, behind = scan
-        rng = self.rng
-        self.turn_limit = min(MAX_TURN, int(rng.geometric(1 / MEAN_TURN)))
-        if rng.random() * (distinct + CATCH_UP_WEIGHT) >= CATCH_UP_WEIGHT:
-            turn = self._catch_up_turn(batch, behind, first, second)
-        else:
-            warp = int(ready[rng.integers(len(ready))])
-            if rng.random() < SINGLE_WARP_TURNS:
-                return self._warp_turn(batch, warp)
-            turn = self._share_turn(rpc, lowest, ready, warp)
-        ahead = self.until_sensitive[turn[0]]
-        if ahead == 0:
-            return self._split_by_warp(batch, *turn)
-        if rng.random() < STOP_BEFORE_STORES:
-            self.turn_limit = min(self.turn_limit, ahead)
-        return turn
-
-    def _share_turn(self, rpc, lowest, ready, warp: int):
-        """A random share of the warps whose lowest group sits at warp's lowest pc, warp included."""
-        pc = int(lowest[warp])
-        peers = ready[lowest[ready] == pc]
-        if len(peers) > 1:
-            keep = self.rng.random(len(peers)) < self.rng.random()
-            keep[np.searchsorted(peers, warp)] = True
-            peers = peers[keep]
-        lanes, others = lanes_at(rpc, peers, pc, INF)
-        return pc, lanes, others, False
-
-    @staticmethod
-    def _catch_up_turn(batch, behind: np.ndarray, pc: int, second: int):
-        """Every thread at the batch's lowest pc (the machine's own choice): the warps left behind catch up with
-        the next group, which they join, so that the warps stay in a few groups that each run as one step.
-        behind: the warps whose lowest pc that is; second: the next lowest of the warps' lowest pcs (INF when
-        none). The other warps' threads sit at second or above, so only the lanes of these warps are looked at."""
-        lanes, others = lanes_at(batch.rpc, behind, pc, INF)
-        others = min(second, others)
-        if len(lanes) == batch.n:
-            return pc, ALL, INF, False
-        return pc, lanes, others, False
+        kind, pc, lanes, others, self.turn_limit, warps, warp = turn
+        if kind == WARP_TURN:
+            return self._warp_turn(batch, warp)
+        sel = ALL if len(lanes) == batch.n else lanes
+        if kind == SPLIT_TURN:
+            return self._split_by_warp(batch, pc, sel, others, False)
+        return pc, sel, others, False, warps
 
     def _split_by_warp(self, batch, pc: int, sel, others: int, rotating: bool):
         """At a store or an atomic, the group's warps would run in index order: a random share of them (one at
@@ -196,8 +166,6 @@ class RandomSchedule(_WarpPolicy):
         (splitting every remainder again would take about log2(warps) turns for each store)."""
         lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else sel
         first = np.flatnonzero(np.diff(lanes >> 5, prepend=-1))
-        if len(first) == 1:
-            return pc, sel, others, rotating
         if self.split_pc == pc:
             self.splits += 1
             if self.splits > SPLITS_PER_STORE:
@@ -205,21 +173,19 @@ class RandomSchedule(_WarpPolicy):
                 return pc, sel, others, rotating
         else:
             self.split_pc, self.splits = pc, 1
-        rng = self.rng
-        keep = rng.random(len(first)) < rng.random()
-        keep[rng.integers(len(first))] = True
+        uniforms = self.uniforms
+        share = uniforms.take()
+        keep = uniforms.take_many(len(first)) < share
+        keep[index_below(uniforms.take(), len(first))] = True
         chosen = np.repeat(keep, np.diff(first, append=len(lanes)))
         self.turn_limit = 1
         return pc, lanes[chosen], others, rotating
-
-    def next_warp(self, ready: np.ndarray) -> int:
-        return int(ready[self.rng.integers(len(ready))])
 
     def group_pc(self, batch, pcs: np.ndarray) -> int:
         # a pre-Volta batch has no independent groups to choose among: its warps run their lowest group
         if not self.independent_groups or batch.per_warp_barriers or len(pcs) == 1:
             return int(pcs[0])
-        pc = int(pcs[self.rng.integers(len(pcs))])
+        pc = int(pcs[index_below(self.uniforms.take(), len(pcs))])
         instr = batch.program.instrs[pc]
         if instr.control == ir.STRAIGHT and instr.op_class in WARP_COLLECTIVES:
             return int(pcs[0])

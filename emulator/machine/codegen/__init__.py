@@ -258,11 +258,7 @@ class BatchCode:
                 return
         if not self.bound:
             self._bind()
-        ffi = code.ffi
-        if sel is ALL:
-            pointer, n = ffi.NULL, batch.n
-        else:
-            pointer, n = ffi.from_buffer("int64_t[]", sel), len(sel)
+        pointer = None
         units_at = code.units_at
         while pc < end:
             entry = units_at[pc]
@@ -279,7 +275,10 @@ class BatchCode:
             if first is not None and (pc != first or stop < unit.region_end[pc]):
                 pc = self._part(unit, pc, min(stop, unit.region_end[pc]), sel)
                 continue
-            result = function(pc, stop, pointer, n, self.regs, self.specials, self.context)
+            if pointer is None:
+                pointer = code.ffi.NULL if sel is ALL else code.ffi.from_buffer("int64_t[]", sel)
+            result = function(pc, stop, pointer, batch.n if sel is ALL else len(sel), self.regs, self.specials,
+                              self.context)
             pc = self._after(result, unit, pc, stop, sel)
 
     def _after(self, result: int, unit, pc: int, stop: int, sel) -> int:
