@@ -242,15 +242,12 @@ class Batch:
         self.max_steps = max_steps
         with np.errstate(all="ignore"):
             while True:
-                group = self._select()
+                group = self.policy.select(self) if self.policy is not None else lockstep_select(self)
                 if group is None:
                     break
                 self._run_group(*group)
         if np.any(self.status == AT_BARRIER):
             raise Deadlock(self.per_warp_barriers, self.warp_snapshot())
-
-    def _select(self):
-        return self.policy.select(self) if self.policy is not None else lockstep_select(self)
 
     rotate_pending = False
     _current_pc = 0
@@ -266,15 +263,12 @@ class Batch:
             assign(self.rpc, sel, pc)
 
     def _run_group(self, pc: int, sel, others: int, rotating: bool, warps: Optional[int] = None) -> None:
-        """Run the group of lanes sel (of warps warps, counted here when None) from pc, as far as the scheduler lets
-        it: to others (where other lanes of its warps wait), a branch that diverges, a barrier, an exit or the end
-        of a policy's turn."""
+        """The group sel (of warps warps: counted here when None) from pc on, until the scheduler stops it."""
         instrs = self.program.instrs
         execs = self.executors
         observer = self.observer
         lanes = count_of(sel, self.n)
-        if warps is None:
-            warps = self._warps_in(sel)
+        warps = self._warps_in(sel) if warps is None else warps
         backward = 0
         max_steps = self.max_steps
         turn = 0
