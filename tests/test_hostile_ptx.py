@@ -207,6 +207,18 @@ MBARRIER_DOUBLE_COUNT = FUZZED_HEADER + """.visible .entry k()
 WMMA_LOAD_LONG_FRAGMENT = WMMA_LOAD_SHORT_FRAGMENT.replace(
     "%r<4>", "%r<6>").replace("m8n32k16.global.bf16 {%r3}", "m32n8k16.global.s8 {%r2, %r2, %r3, %r4, %r5}")
 
+MMA_F16_RESULT_IN_FOUR_REGISTERS = FUZZED_HEADER + """.visible .entry k()
+{
+    .reg .f32 %f<9>;
+    .reg .b32 %r<4>;
+    mov.b32 %r1, 0;
+    mov.b32 %r2, 0;
+    mov.b32 %r3, 0;
+    mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f32 {%f1,%f2,%f3,%f4}, {%r1,%r2}, {%r3}, {%f5,%f6,%f7,%f8};
+    ret;
+}
+"""
+
 PARAM_LOAD_FROM_A_FUNCTION = FUZZED_HEADER + """.func (.param .b32 r) f()
 {
     st.param.b32 [r], 0;
@@ -261,6 +273,7 @@ SHFL_INTO_SPECIAL_REGISTER = FUZZED_HEADER + """.visible .entry k()
     (WMMA_LOAD_SHORT_FRAGMENT, 10, "a wmma .m8n32k16 a fragment of .bf16 takes 2 registers, not 1"),
     (MBARRIER_DOUBLE_COUNT, 11, "malformed operands"),
     (WMMA_LOAD_LONG_FRAGMENT, 10, "a wmma .m32n8k16 a fragment of .s8 takes 4 registers, not 5"),
+    (MMA_F16_RESULT_IN_FOUR_REGISTERS, 11, "the d fragment of mma.sync .m16n8k8 .f16 takes 2 registers, not 4"),
 ])
 def test_fuzzer_found_operand_forms_are_errors_at_their_line(text, line, message):
     with pytest.raises(GpuemuError) as caught:

@@ -233,6 +233,12 @@ def build_mma(batch, instr: ir.Instr):
     a_rows, a_cols = fragment_layout(shape, atype, "a")
     b_rows, b_cols = fragment_layout(shape, btype, "b")
     c_rows, c_cols = fragment_layout(shape, ctype, "c")
+    for name, ref, kind, rows, cols in (("d", d_ref, dtype, c_rows, c_cols), ("a", a_ref, atype, a_rows, a_cols),
+                                        ("b", b_ref, btype, b_rows, b_cols), ("c", c_ref, ctype, c_rows, c_cols)):
+        wanted = np.broadcast(rows, cols).shape[1] // (2 if kind in ("f16", "bf16") else 1)
+        if len(regs(ref)) != wanted:
+            raise batch.lowering_error(instr, f"the {name} fragment of mma.sync .{shape} .{kind} takes {wanted} "
+                                              f"registers, not {len(regs(ref))}")
     multiply_add = semantics(decoded)
 
     def gather(readers, threads, kind):
