@@ -278,7 +278,7 @@ class Batch:
         straight_run = self.straight_run
         compiled = self.compiled
         while True:
-            if compiled is not None and not rotating and fast and pc in compiled.code.loops:
+            if compiled is not None and not rotating and fast and pc in compiled.code.loop_of:
                 steps = self.steps
                 looped = compiled.loop(pc, sel, others, backward, SPIN_ROTATE,
                                        None if turn_limit is None else turn_limit - turn)

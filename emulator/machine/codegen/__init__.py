@@ -52,6 +52,8 @@ class ProgramCode:
         self.units_at: Optional[List] = None
         self.ffi = self.lib = None
         self.loops = {}
+        #: every pc of a compiled loop's body -> the loop's head
+        self.loop_of = {}
         self.compile_seconds = 0.0
         self.failed: Optional[str] = None
         self.work = 0
@@ -62,6 +64,7 @@ class ProgramCode:
         #: the partial module (partial_source), its ffi and its functions by region start, once compiled
         self.partials = self.partial_ffi = None
         self.partial_functions = {}
+        self.partial_pointers = {}
         self.partial_work = 0
         self.partial_state = "unprobed"
         if eager:
@@ -95,6 +98,7 @@ class ProgramCode:
                 units_at[pc] = entry
         self.loops = {head: (self.program.instrs[branch], getattr(self.lib, f"gx_loop_{head}"))
                       for head, branch in generated.loops.items()}
+        self.loop_of = {pc: head for head, branch in generated.loops.items() for pc in range(head, branch)}
         self.generated, self.units_at = generated, units_at
 
     def partial(self, first: int, steps: int, thread_instructions: int):
@@ -125,6 +129,11 @@ class ProgramCode:
             self.partial_ffi, self.partials = built[0], built[1]
             self.partial_functions = {items[0].pc: getattr(self.partials, f"gx_part_{items[0].pc}")
                                       for items, _, _ in self.generated.regions}
+            ffi = self.partial_ffi
+            #: the same functions as pointers of the main module, for the loops that start inside their region
+            self.partial_pointers = {
+                first: self.ffi.cast("void *", int(ffi.cast("uintptr_t", ffi.addressof(self.partials, f"gx_part_{first}"))))
+                for first in self.partial_functions}
             self.compile_seconds += built[2]
 
     def scratch(self, n: int):
@@ -339,46 +348,56 @@ class BatchCode:
             execs[index](rest)
 
     def loop(self, pc: int, sel, others: int, backward: int, rotate_limit: int, turn_left: Optional[int] = None):
-        """Rounds of the compiled loop whose head is pc, for as long as the scheduler would keep the group in it and
-        no check is due (the step limit, the spin watch, the rotation after rotate_limit backward branches while
-        other groups wait, the end of a scheduling policy's turn after turn_left instructions). Returns None when
-        no round ran, else (pc, sel, others, backward): pc is the head again, the branch (the body handed an
+        """Rounds of the compiled loop whose body holds pc (the first from pc), for as long as the scheduler would
+        keep the group in it and no check is due (the step limit, the spin watch, the rotation after rotate_limit
+        backward branches while other groups wait, the end of a scheduling policy's turn after turn_left
+        instructions). Returns None when no round ran (or pc is not the head and the partial module is not
+        compiled), else (pc, sel, others, backward): pc is the head again, the branch (the body handed an
         instruction to the interpreter) or the pc after the branch (every lane left the loop)."""
         code = self.code
         batch = self.batch
-        entry = code.loops.get(pc) if code.ready else None
-        if entry is None:
+        head = code.loop_of.get(pc) if code.ready else None
+        if head is None:
             return None
-        branch, function = entry
+        branch, function = code.loops[head]
         if others <= branch.pc:
             return None
-        per_round = branch.pc - pc + 1
-        rounds = (batch.max_steps - batch.steps) // per_round
+        skip = pc - head
+        per_round = branch.pc - head + 1
+        rounds = (batch.max_steps - batch.steps + skip) // per_round
+        if turn_left is not None:
+            rounds = min(rounds, (turn_left + skip) // per_round)
         if batch.spin_limit:
             rounds = min(rounds, batch.spin.next_check - batch.backward_branches - 1)
-        if turn_left is not None:
-            rounds = min(rounds, turn_left // per_round)
         rotate_left = rotate_limit - backward - 1
         if rounds <= 0 or rotate_left <= 0:
             return None
+        unit = code.units_at[pc][0]
+        first_part, first_end = code.ffi.NULL, head
+        if skip:
+            first = unit.region_start.get(pc)
+            if first is None or code.partials is None:
+                return None
+            first_part, first_end = code.partial_pointers[first], unit.region_end[pc]
         if not self.bound:
             self._bind()
-        unit = code.units_at[pc][0]
         if unit.has_memory:
             self._refresh_memory()
         ffi = code.ffi
         lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else np.array(sel, dtype=np.int64)
         if self.park is None:
             self.park = np.empty(batch.n, dtype=np.int64)
-            self.info = np.zeros(8, dtype=np.int64)
+            self.info = np.zeros(11, dtype=np.int64)
         info = self.info
         function(ffi.from_buffer("int64_t[]", lanes), len(lanes), rounds, rotate_left, int(others != INF),
                  self.regs, self.specials, self.context, ffi.from_buffer("int64_t[]", self.park),
-                 ffi.from_buffer("int64_t[]", info))
-        done, warp_sum, lane_sum, result, remaining, parked, left, rotated = info.tolist()
-        batch.steps += done * per_round
-        batch.warp_instructions += warp_sum * per_round
-        batch.thread_instructions += lane_sum * per_round
+                 ffi.from_buffer("int64_t[]", info), pc, first_part, first_end)
+        done, warp_sum, lane_sum, result, remaining, parked, left, rotated, entered, in_part, first_warps = \
+            info.tolist()
+        if done:
+            batch.steps += done * per_round - skip
+            batch.warp_instructions += warp_sum * per_round - first_warps * skip
+            batch.thread_instructions += lane_sum * per_round - len(lanes) * skip
         continued = done - left
         if batch.spin_limit:
             batch.backward_branches += continued
@@ -388,13 +407,21 @@ class BatchCode:
             others = min(others, branch.pc + 1)
         sel = lanes[:remaining].copy() if remaining < batch.n else ALL
         if result != -1:
-            next_pc = self._after(result, unit, pc, branch.pc, sel)
+            started = head if done else pc
+            batch.steps += entered - started
+            if in_part:
+                if result == NOT_COMPILED:
+                    raise RuntimeError(f"gx_part_{unit.region_start[pc]} has no code for pcs {pc} to {first_end}")
+                self._interpret(pc, first_end, sel, self.context.resume)
+                next_pc = first_end
+            else:
+                next_pc = self._after(result, unit, entered, branch.pc, sel)
             if next_pc != branch.pc:
                 self.run(next_pc, branch.pc, sel)
-            count = branch.pc - pc
+            count = branch.pc - started
             batch.warp_instructions += batch._warps_in(sel) * count
             batch.thread_instructions += (batch.n if sel is ALL else len(sel)) * count
             return branch.pc, sel, others, backward
         if done == 0:
             return None
-        return (branch.pc + 1 if left else pc), sel, others, backward
+        return (branch.pc + 1 if left else head), sel, others, backward

@@ -1354,6 +1354,9 @@ def generate(program: ir.Program, uniform) -> Generated:
             f"gx_context *ctx)\n{{\n    int64_t pc = from, result;\n    while (pc < to) {{\n        switch (pc) {{\n"
             + "\n".join(cases) + "\n        default: return INT64_MIN;\n        }\n    }\n    return -1;\n}\n")
     loops = _loops(program, units)
+    if loops:
+        bodies.append("typedef int64_t (*gx_part_fn)(int64_t, int64_t, const int64_t *, int64_t, void **, void **, "
+                      "gx_context *);")
     bodies += [_loop_function(head, branch, unit) for head, (branch, unit) in sorted(loops.items())]
     entry_live = None if live is None or not instrs else \
         frozenset(reg for reg in range(len(program.registers)) if live[0] >> reg & 1)
@@ -1381,21 +1384,40 @@ def _loops(program: ir.Program, units: List[UnitPlan]) -> Dict[int, Tuple[ir.Ins
 def _loop_function(head: int, branch: ir.Instr, unit: UnitPlan) -> str:
     """A loop run for as long as any lane goes round, each round as the scheduler runs it: the body for the group's
     lanes, then the branch; lanes that fall through wait at the branch's next pc (parked), the rest go round.
-    Stops after max_rounds rounds, when every lane falls through, or when the body needs the interpreter."""
+    Stops after max_rounds rounds, when every lane falls through, or when the body needs the interpreter.
+    The first round may start inside the body, at start: first_part (a gx_part function of the partial module) runs
+    start up to first_end, the end of its region, and the unit the rest. info: rounds run (the first counted whole),
+    warps and lanes summed over them, the result of the run that stopped them (-1: none), the lanes that go on,
+    how many parked, whether every lane left, rotations, the pc that run started at, whether it was first_part's,
+    and the warps of the first round."""
     reg, negated = branch.guard
     taken = "(p[t] == 0)" if negated else "(p[t] != 0)"
     return f"""
 int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rotate_left, int64_t others_finite,
-                       void **R, void **S, gx_context *ctx, int64_t *park, int64_t *info)
+                       void **R, void **S, gx_context *ctx, int64_t *park, int64_t *info, int64_t start,
+                       void *first_part, int64_t first_end)
 {{
     const uint8_t *p = R[{reg.index}];
     int64_t rounds = 0, warp_sum = 0, lane_sum = 0, parked = 0, result = -1, left_loop = 0, rotated = 0;
-    int64_t warps = 0;
+    int64_t warps = 0, entered = {head}, in_part = 0;
     for (int64_t i = 0; i < n; i++) warps += i == 0 || (sel[i] >> 5) != (sel[i - 1] >> 5);
+    const int64_t first_warps = warps;
     int64_t dense = 1;
     for (int64_t i = 0; i < n && dense; i++) dense = sel[i] == i;
     while (rounds < max_rounds) {{
-        result = {unit.name}({head}, {branch.pc}, dense ? NULL : sel, n, R, S, ctx);
+        if (start != {head}) {{
+            entered = start;
+            result = ((gx_part_fn)first_part)(start, first_end, dense ? NULL : sel, n, R, S, ctx);
+            if (result != -1) {{ in_part = 1; break; }}
+            start = {head};
+            if (first_end < {branch.pc}) {{
+                entered = first_end;
+                result = {unit.name}(first_end, {branch.pc}, dense ? NULL : sel, n, R, S, ctx);
+            }}
+        }} else {{
+            entered = {head};
+            result = {unit.name}({head}, {branch.pc}, dense ? NULL : sel, n, R, S, ctx);
+        }}
         if (result != -1) break;
         warp_sum += warps;
         lane_sum += n;
@@ -1427,7 +1449,7 @@ int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rota
         if (others_finite && ++rotated >= rotate_left) break;
     }}
     info[0] = rounds; info[1] = warp_sum; info[2] = lane_sum; info[3] = result; info[4] = n; info[5] = parked;
-    info[6] = left_loop; info[7] = rotated;
+    info[6] = left_loop; info[7] = rotated; info[8] = entered; info[9] = in_part; info[10] = first_warps;
     return 0;
 }}
 """
