@@ -652,3 +652,111 @@ def test_auto_compiles_the_partial_module_once_partial_runs_have_cost_about_a_co
         assert out.tolist() == reference.tolist()
     assert calls[0] is False and calls[-1] is True
     assert calls.index(True) > 1 and all(calls[calls.index(True):])
+
+
+# ---- turns that start or end inside a compiled loop's body ---------------------------------------------------
+
+WALK = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry walk(.param .u64 data, .param .u64 out, .param .u64 last, .param .u32 bad)
+{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<10>;
+    .reg .pred %p<3>;
+    ld.param.u64 %rd1, [data];
+    ld.param.u64 %rd5, [out];
+    ld.param.u64 %rd7, [last];
+    ld.param.u32 %r6, [bad];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd6, %r1, 4;
+    add.s64 %rd8, %rd7, %rd6;
+    and.b32 %r3, %r1, 15;
+    add.u32 %r3, %r3, 3;
+    mov.u32 %r2, %r1;
+$L_walk:
+    mul.lo.u32 %r2, %r2, 1664525;
+    add.u32 %r2, %r2, 1013904223;
+    shr.u32 %r4, %r2, 24;
+    mul.lo.u32 %r7, %r3, 1024;
+    add.u32 %r7, %r7, %r1;
+    setp.eq.u32 %p2, %r7, %r6;
+    selp.u32 %r4, 1048576, %r4, %p2;
+    mul.wide.u32 %rd2, %r4, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r5, [%rd3];
+    xor.b32 %r2, %r2, %r5;
+    st.global.u32 [%rd8], %r2;
+    add.u32 %r8, %r2, %r3;
+    shr.u32 %r9, %r8, 3;
+    xor.b32 %r2, %r2, %r9;
+    sub.u32 %r3, %r3, 1;
+    setp.ne.u32 %p1, %r3, 0;
+    @%p1 bra $L_walk;
+    add.s64 %rd9, %rd5, %rd6;
+    st.global.u32 [%rd9], %r2;
+    ret;
+}
+"""
+
+
+def _walk_reference(data: np.ndarray, threads: int) -> tuple:
+    mask = 0xFFFFFFFF
+    out, last = [], []
+    for lane in range(threads):
+        x, rounds = lane, (lane & 15) + 3
+        while rounds:
+            x = (x * 1664525 + 1013904223) & mask
+            x ^= int(data[x >> 24])
+            last_value = x
+            x ^= ((x + rounds) & mask) >> 3
+            rounds -= 1
+        out.append(x)
+        last.append(last_value)
+    return out, last
+
+
+def _walk(seed: int, bad: int, engine: str):
+    data = (np.arange(256, dtype=np.uint32) * 2654435761).astype(np.uint32)
+    out, last = np.zeros(192, dtype=np.uint32), np.zeros(192, dtype=np.uint32)
+    report = _launch(WALK, "walk", 1, 192, [data, out, last, np.uint32(bad)], engine,
+                     policy=make_policy("random", seed))
+    return report, out.tolist(), last.tolist(), data
+
+
+def _loop_cuts(monkeypatch) -> list:
+    """A list that gets, for each compiled loop run, (whether it started inside the body, where the turn ended in
+    it: the head when it ran whole rounds only)."""
+    from emulator.machine import codegen
+    runs = []
+    original_end = codegen.BatchCode._turn_end
+
+    def turn_end(self, unit, head, skip, *args):
+        ends = original_end(self, unit, head, skip, *args)
+        runs.append((skip > 0, ends[0] - head))
+        return ends
+    monkeypatch.setattr(codegen.BatchCode, "_turn_end", turn_end)
+    return runs
+
+
+def test_random_turns_run_loops_from_and_to_the_middle_of_their_body_and_match_python(monkeypatch):
+    """The loop's body is two regions around a store; random turns enter it at any instruction and end at any, and
+    its compiled function runs the first round's rest and the last round's start with the regions' gx_part code."""
+    runs = _loop_cuts(monkeypatch)
+    for seed in range(6):
+        report, out, last, data = _walk(seed, 1 << 30, "compiled")
+        assert (out, last) == _walk_reference(data, 192)
+        assert _walk(seed, 1 << 30, "interpreter")[:3] == (report, out, last)
+    starts = {start for start, _ in runs}
+    ends = {end for _, end in runs}
+    assert starts == {False, True} and 0 in ends and len(ends - {0}) >= 5, runs
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("bad", [2 * 1024 + 0, 3 * 1024 + 77, 5 * 1024 + 191])
+def test_a_load_faulting_in_a_loop_entered_or_left_mid_body_reports_what_the_interpreter_reports(seed, bad):
+    """Lane bad % 1024 reads 4 MiB past data in the round where bad // 1024 rounds are left."""
+    compiled = _walk(seed, bad, "compiled")[:3]
+    assert compiled == _walk(seed, bad, "interpreter")[:3]
+    assert f"thread ({bad % 1024},0,0)" in compiled[0]

@@ -278,14 +278,15 @@ class Batch:
         straight_run = self.straight_run
         compiled = self.compiled
         while True:
-            if compiled is not None and not rotating and fast and pc in compiled.code.loop_of:
+            reach = straight_run[pc]
+            if (compiled is not None and not rotating and fast and pc in compiled.code.loop_of and pc + reach < others
+                    and (turn_limit is None or turn_limit - turn > reach)):
                 steps = self.steps
                 looped = compiled.loop(pc, sel, others, backward, SPIN_ROTATE,
                                        None if turn_limit is None else turn_limit - turn)
                 if looped is not None:
-                    pc, sel, others, backward = looped
+                    pc, sel, others, backward, warps = looped
                     lanes = count_of(sel, self.n)
-                    warps = self._warps_in(sel)
                     turn += self.steps - steps
                     if pc >= others or (turn_limit is not None and turn >= turn_limit):
                         self._leave_at(sel, pc)

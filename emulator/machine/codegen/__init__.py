@@ -351,9 +351,10 @@ class BatchCode:
         """Rounds of the compiled loop whose body holds pc (the first from pc), for as long as the scheduler would
         keep the group in it and no check is due (the step limit, the spin watch, the rotation after rotate_limit
         backward branches while other groups wait, the end of a scheduling policy's turn after turn_left
-        instructions). Returns None when no round ran (or pc is not the head and the partial module is not
-        compiled), else (pc, sel, others, backward): pc is the head again, the branch (the body handed an
-        instruction to the interpreter) or the pc after the branch (every lane left the loop)."""
+        instructions; such a turn's last instructions, when it ends inside the body, run too). Returns None when no
+        round ran (or pc is not the head and the partial module is not compiled), else (pc, sel, others, backward,
+        the warps of sel): pc is the head again, the branch (the body handed an instruction to the interpreter), the pc after the
+        branch (every lane left the loop) or where the turn ended."""
         code = self.code
         batch = self.batch
         head = code.loop_of.get(pc) if code.ready else None
@@ -379,6 +380,7 @@ class BatchCode:
             if first is None or code.partials is None:
                 return None
             first_part, first_end = code.partial_pointers[first], unit.region_end[pc]
+        last_end, last_part, last_start = self._turn_end(unit, head, skip, per_round, rounds, turn_left)
         if not self.bound:
             self._bind()
         if unit.has_memory:
@@ -387,13 +389,13 @@ class BatchCode:
         lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else np.array(sel, dtype=np.int64)
         if self.park is None:
             self.park = np.empty(batch.n, dtype=np.int64)
-            self.info = np.zeros(11, dtype=np.int64)
+            self.info = np.zeros(15, dtype=np.int64)
         info = self.info
         function(ffi.from_buffer("int64_t[]", lanes), len(lanes), rounds, rotate_left, int(others != INF),
                  self.regs, self.specials, self.context, ffi.from_buffer("int64_t[]", self.park),
-                 ffi.from_buffer("int64_t[]", info), pc, first_part, first_end)
-        done, warp_sum, lane_sum, result, remaining, parked, left, rotated, entered, in_part, first_warps = \
-            info.tolist()
+                 ffi.from_buffer("int64_t[]", info), pc, first_part, first_end, last_end, last_part, last_start)
+        (done, warp_sum, lane_sum, result, remaining, parked, left, rotated, entered, in_part, stop, first_warps,
+         run_end, last_done, last_warps) = info.tolist()
         if done:
             batch.steps += done * per_round - skip
             batch.warp_instructions += warp_sum * per_round - first_warps * skip
@@ -411,17 +413,44 @@ class BatchCode:
             batch.steps += entered - started
             if in_part:
                 if result == NOT_COMPILED:
-                    raise RuntimeError(f"gx_part_{unit.region_start[pc]} has no code for pcs {pc} to {first_end}")
-                self._interpret(pc, first_end, sel, self.context.resume)
-                next_pc = first_end
+                    raise RuntimeError(f"gx_part_{unit.region_start[entered]} has no code for pcs {entered} to {stop}")
+                self._interpret(entered, stop, sel, self.context.resume)
+                next_pc = stop
             else:
-                next_pc = self._after(result, unit, entered, branch.pc, sel)
-            if next_pc != branch.pc:
-                self.run(next_pc, branch.pc, sel)
-            count = branch.pc - started
-            batch.warp_instructions += batch._warps_in(sel) * count
+                next_pc = self._after(result, unit, entered, stop, sel)
+            if next_pc != run_end:
+                self.run(next_pc, run_end, sel)
+            count = run_end - started
+            warps = batch._warps_in(sel)
+            batch.warp_instructions += warps * count
             batch.thread_instructions += (batch.n if sel is ALL else len(sel)) * count
-            return branch.pc, sel, others, backward
+            return run_end, sel, others, backward, warps
         if done == 0:
             return None
-        return (branch.pc + 1 if left else head), sel, others, backward
+        if last_done:
+            leftover = last_end - head
+            batch.steps += leftover
+            batch.warp_instructions += last_warps * leftover
+            batch.thread_instructions += remaining * leftover
+            return last_end, sel, others, backward, last_warps
+        return (branch.pc + 1 if left else head), sel, others, backward, last_warps
+
+    def _turn_end(self, unit, head: int, skip: int, per_round: int, rounds: int, turn_left: Optional[int]):
+        """(last_end, last_part, last_start) for a loop's run: where the turn ends inside the body after its rounds,
+        the gx_part pointer that runs its region from last_start up to it (NULL when the unit can: last_end ends a
+        region or follows a store); last_end is the head when the turn does not end inside the body, or when its
+        region's part is not compiled."""
+        null = self.code.ffi.NULL
+        if turn_left is None:
+            return head, null, head
+        turn_rounds, leftover = divmod(turn_left + skip, per_round)
+        batch = self.batch
+        if leftover == 0 or rounds != turn_rounds or batch.steps + turn_left > batch.max_steps:
+            return head, null, head
+        last_end = head + leftover
+        first = unit.region_start.get(last_end - 1)
+        if first is None or unit.region_end[last_end - 1] == last_end:
+            return last_end, null, last_end
+        if self.code.partials is None:
+            return head, null, head
+        return last_end, self.code.partial_pointers[first], first

@@ -34,7 +34,7 @@ COMPILE_ARGS = ("-O1", "-fPIC", "-fno-fast-math", "-ffp-contract=off", "-fno-str
                 "-fno-math-errno")
 UNIT_SIGNATURE = "int64_t {name}(int64_t, int64_t, const int64_t *, int64_t, void **, void **, gx_context *);"
 LOOP_SIGNATURE = ("int64_t {name}(int64_t *, int64_t, int64_t, int64_t, int64_t, void **, void **, gx_context *, "
-                  "int64_t *, int64_t *, int64_t, void *, int64_t);")
+                  "int64_t *, int64_t *, int64_t, void *, int64_t, int64_t, void *, int64_t);")
 
 _LOADED: Dict[str, object] = {}
 _CACHE = Cache("codegen")

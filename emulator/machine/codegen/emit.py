@@ -1386,36 +1386,44 @@ def _loop_function(head: int, branch: ir.Instr, unit: UnitPlan) -> str:
     lanes, then the branch; lanes that fall through wait at the branch's next pc (parked), the rest go round.
     Stops after max_rounds rounds, when every lane falls through, or when the body needs the interpreter.
     The first round may start inside the body, at start: first_part (a gx_part function of the partial module) runs
-    start up to first_end, the end of its region, and the unit the rest. info: rounds run (the first counted whole),
-    warps and lanes summed over them, the result of the run that stopped them (-1: none), the lanes that go on,
-    how many parked, whether every lane left, rotations, the pc that run started at, whether it was first_part's,
-    and the warps of the first round."""
+    start up to first_end, the end of its region, and the unit the rest. After max_rounds rounds, a turn that ends
+    inside the body runs on to last_end: the unit up to last_start, last_part (when not NULL) the rest. info: rounds
+    run (the first counted whole), warps and lanes summed over them, the result of the run that stopped them (-1:
+    none), the lanes that go on, how many parked, whether every lane left, rotations; then, of the run that stopped
+    them, the pc it started at, whether it was a gx_part function's, and the pc it was to end at; the warps of the
+    first round, the pc the body was to be run to (the branch, or last_end), whether the run to last_end was done,
+    and the warps that went on."""
     reg, negated = branch.guard
     taken = "(p[t] == 0)" if negated else "(p[t] != 0)"
     return f"""
 int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rotate_left, int64_t others_finite,
                        void **R, void **S, gx_context *ctx, int64_t *park, int64_t *info, int64_t start,
-                       void *first_part, int64_t first_end)
+                       void *first_part, int64_t first_end, int64_t last_end, void *last_part, int64_t last_start)
 {{
     const uint8_t *p = R[{reg.index}];
     int64_t rounds = 0, warp_sum = 0, lane_sum = 0, parked = 0, result = -1, left_loop = 0, rotated = 0;
-    int64_t warps = 0, entered = {head}, in_part = 0;
+    int64_t warps = 0, entered = {head}, in_part = 0, stop = {branch.pc}, run_end = {branch.pc}, exhausted = 0;
+    int64_t last_done = 0;
     for (int64_t i = 0; i < n; i++) warps += i == 0 || (sel[i] >> 5) != (sel[i - 1] >> 5);
     const int64_t first_warps = warps;
     int64_t dense = 1;
     for (int64_t i = 0; i < n && dense; i++) dense = sel[i] == i;
-    while (rounds < max_rounds) {{
+    for (;;) {{
+        if (rounds >= max_rounds) {{ exhausted = 1; break; }}
         if (start != {head}) {{
             entered = start;
+            stop = first_end;
             result = ((gx_part_fn)first_part)(start, first_end, dense ? NULL : sel, n, R, S, ctx);
             if (result != -1) {{ in_part = 1; break; }}
             start = {head};
             if (first_end < {branch.pc}) {{
                 entered = first_end;
+                stop = {branch.pc};
                 result = {unit.name}(first_end, {branch.pc}, dense ? NULL : sel, n, R, S, ctx);
             }}
         }} else {{
             entered = {head};
+            stop = {branch.pc};
             result = {unit.name}({head}, {branch.pc}, dense ? NULL : sel, n, R, S, ctx);
         }}
         if (result != -1) break;
@@ -1436,20 +1444,36 @@ int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rota
                 sel[kept++] = t;
             }} else park[parked++] = t;
         }}
-        warps = kept_warps;
         if (kept == 0) {{
             memcpy(sel, park + first_parked, (size_t)n * sizeof(int64_t));
             parked = first_parked;
             left_loop = 1;
             break;
         }}
+        warps = kept_warps;
         n = kept;
         dense = 0;
         if (parked) others_finite = 1;
         if (others_finite && ++rotated >= rotate_left) break;
     }}
+    if (exhausted && last_end != {head}) {{
+        run_end = last_end;
+        if (last_start > {head}) {{
+            entered = {head};
+            stop = last_start;
+            result = {unit.name}({head}, last_start, dense ? NULL : sel, n, R, S, ctx);
+        }}
+        if (result == -1 && last_part) {{
+            entered = last_start;
+            stop = last_end;
+            result = ((gx_part_fn)last_part)(last_start, last_end, dense ? NULL : sel, n, R, S, ctx);
+            in_part = result != -1;
+        }}
+        last_done = result == -1;
+    }}
     info[0] = rounds; info[1] = warp_sum; info[2] = lane_sum; info[3] = result; info[4] = n; info[5] = parked;
-    info[6] = left_loop; info[7] = rotated; info[8] = entered; info[9] = in_part; info[10] = first_warps;
+    info[6] = left_loop; info[7] = rotated; info[8] = entered; info[9] = in_part; info[10] = stop;
+    info[11] = first_warps; info[12] = run_end; info[13] = last_done; info[14] = warps;
     return 0;
 }}
 """
