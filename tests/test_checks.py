@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_parallel import order_dependent_floats
 
 import emulator
-from emulator.observers.checks import CheckSession, compare_outputs
 from emulator.errors import DeviceError
 from emulator.machine.policies import RandomSchedule, RoundRobin
+from emulator.observers.checks import CheckSession, compare_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNT_FOREVER = (ROOT / "tests" / "kernels" / "count_forever.ptx").read_text()
@@ -453,10 +454,7 @@ def test_cli_deadlock_livelock_and_fault_are_one_line_errors(tmp_path):
 
 
 def test_cli_repeat_reports_schedule_dependent_outputs(tmp_path):
-    # magnitudes from 1e-3 to 1e7 in every warp: most orders of the warps' atomic adds round differently
-    rng = np.random.default_rng(5)
-    values = (rng.standard_normal(128) * 10.0 ** rng.integers(-3, 8, 128)).astype(np.float32)
-    np.save(tmp_path / "f.npy", values)
+    np.save(tmp_path / "f.npy", order_dependent_floats())
     np.save(tmp_path / "i.npy", np.arange(128, dtype=np.int32))
     common = ["--grid", "1", "--block", "128", "--schedule", "random", "--repeat", "6"]
     differs = run_cli("--kernel", "float_atomic_sum", *common, "--arg", f"@{tmp_path / 'f.npy'}", "--arg",

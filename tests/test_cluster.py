@@ -1,5 +1,6 @@
 """--cluster: --repeat's schedules on a Dask distributed cluster (a LocalCluster this module starts) give the report,
 outputs and exit status of --jobs 1, and a fault or error there reads as in this process."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ distributed = pytest.importorskip("distributed")
 from emulator.base.errors import LaunchError  # noqa: E402
 from emulator.cli import main, parallel  # noqa: E402
 from emulator.cli.parallel import RemoteError, run_schedules  # noqa: E402
-from test_parallel import oob_job  # noqa: E402
+from test_parallel import oob_job, order_dependent_floats  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKS = ROOT / "tests" / "kernels" / "checks.ptx"
@@ -32,15 +33,13 @@ def gpuemu(*args):
 
 
 def test_schedules_on_the_cluster_give_the_report_outputs_and_status_of_one_process(tmp_path, scheduler):
-    values = np.zeros(128, np.float32)
-    values[[0, 32, 64]] = [1e8, 1.0, -1e8]  # f32: 1e8 + 1 is 1e8, so the order of the adds decides 1 or 0
-    np.save(tmp_path / "f.npy", values)
+    np.save(tmp_path / "f.npy", order_dependent_floats())
     command = ["run", CHECKS, "--kernel", "float_atomic_sum", "--grid", "1", "--block", "128", "--schedule", "random",
                "--repeat", "6", "--arg", f"@{tmp_path / 'f.npy'}", "--arg", "zeros:f32:1", "--quiet"]
     here = gpuemu(*command, "--jobs", "1", "--out", tmp_path / "here")
     there = gpuemu(*command, "--cluster", scheduler, "--out", tmp_path / "there")
     assert here.returncode == there.returncode == 1 and here.stderr == there.stderr
-    assert "outputs differ between schedules (2 distinct results over seeds 0-5)" in there.stderr
+    assert re.search(r"outputs differ between schedules \(\d distinct results over seeds 0-5\)", there.stderr)
     assert (tmp_path / "here" / "arg1.npy").read_bytes() == (tmp_path / "there" / "arg1.npy").read_bytes()
 
 
