@@ -210,7 +210,8 @@ def random_turn(turns: RandomTurns, uniforms: Uniforms):
       (in warp order) is below s: the lanes of those warps at that pc;
     - at a store or an atomic (until_sensitive 0) a turn of several warps is a SPLIT_TURN; elsewhere a draw below the
       stop chance shortens the turn to end before the next one."""
-    uniforms.reserve(turns.reserve)
+    if len(uniforms.values) - uniforms.cursor[0] < turns.reserve:
+        uniforms.reserve(turns.reserve)
     if _lib is None:
         return _random_turn_numpy(turns.pcs, turns.scan, uniforms, turns.rules, turns.none)
     lanes = np.empty(len(turns.pcs) + 1, dtype=np.int64)

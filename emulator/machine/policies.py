@@ -74,17 +74,17 @@ class _WarpPolicy:
 
     def _warp_turn(self, batch, warp: int):
         """One group of one warp: the group policy's choice among its pcs, rotated away from a spinning group."""
-        lanes = batch.rpc[warp * 32:warp * 32 + 32]
-        pcs = np.unique(lanes[lanes != INF])
+        lanes = batch.rpc[warp * 32:warp * 32 + 32].tolist()
+        pcs = sorted(set(lanes) - {INF})
         pc = self.group_pc(batch, pcs)
         if len(pcs) > 1:
             pc = self._rotate_if_spinning(batch, warp, pcs, pc)
         self.last_pc[warp] = pc
-        sel = np.flatnonzero(lanes == pc).astype(np.int64) + warp * 32
-        others = int(np.min(lanes, where=lanes != pc, initial=INF))
+        sel = np.array([warp * 32 + lane for lane, at in enumerate(lanes) if at == pc], dtype=np.int64)
+        others = min((at for at in lanes if at != pc), default=INF)
         return pc, sel, others, False
 
-    def _rotate_if_spinning(self, batch, warp: int, pcs: np.ndarray, pc: int) -> int:
+    def _rotate_if_spinning(self, batch, warp: int, pcs: list, pc: int) -> int:
         """A group that keeps looping while sibling lanes wait (an intra-warp lock) lets the next
         group up run one instruction every SPIN_ROTATE iterations, as the machine's own rotation does.
         Independent thread scheduling only: a pre-Volta warp runs its lowest group until the others
@@ -95,15 +95,16 @@ class _WarpPolicy:
             self.backward[warp] = self.backward.get(warp, 0) + 1
             if self.backward[warp] >= SPIN_ROTATE:
                 self.backward[warp] = 0
-                higher = pcs[pcs > pc]
-                return int(higher[0]) if len(higher) else int(pcs[0])
+                higher = [start for start in pcs if start > pc]
+                return higher[0] if higher else pcs[0]
         return pc
 
     def next_warp(self, ready: np.ndarray) -> int:
         raise NotImplementedError
 
-    def group_pc(self, batch, pcs: np.ndarray) -> int:
-        return int(pcs[0])
+    def group_pc(self, batch, pcs: list) -> int:
+        """The pc whose group runs, of a warp's distinct pcs (ascending)."""
+        return pcs[0]
 
 
 class RoundRobin(_WarpPolicy):
@@ -181,14 +182,14 @@ class RandomSchedule(_WarpPolicy):
         self.turn_limit = 1
         return pc, lanes[chosen], others, rotating
 
-    def group_pc(self, batch, pcs: np.ndarray) -> int:
+    def group_pc(self, batch, pcs: list) -> int:
         # a pre-Volta batch has no independent groups to choose among: its warps run their lowest group
         if not self.independent_groups or batch.per_warp_barriers or len(pcs) == 1:
-            return int(pcs[0])
-        pc = int(pcs[index_below(self.uniforms.take(), len(pcs))])
+            return pcs[0]
+        pc = pcs[index_below(self.uniforms.take(), len(pcs))]
         instr = batch.program.instrs[pc]
         if instr.control == ir.STRAIGHT and instr.op_class in WARP_COLLECTIVES:
-            return int(pcs[0])
+            return pcs[0]
         return pc
 
 

@@ -380,20 +380,22 @@ class BatchCode:
             if first is None or code.partials is None:
                 return None
             first_part, first_end = code.partial_pointers[first], unit.region_end[pc]
-        last_end, last_part, last_start = self._turn_end(unit, head, skip, per_round, rounds, turn_left)
+        last_end, last_part, last_start = (head, code.ffi.NULL, head) if turn_left is None else \
+            self._turn_end(unit, head, skip, per_round, rounds, turn_left)
         if not self.bound:
             self._bind()
         if unit.has_memory:
             self._refresh_memory()
         ffi = code.ffi
-        lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else np.array(sel, dtype=np.int64)
+        lanes = np.arange(batch.n, dtype=np.int64) if sel is ALL else sel.copy()
         if self.park is None:
             self.park = np.empty(batch.n, dtype=np.int64)
             self.info = np.zeros(15, dtype=np.int64)
+            self.park_and_info = (ffi.from_buffer("int64_t[]", self.park), ffi.from_buffer("int64_t[]", self.info))
         info = self.info
         function(ffi.from_buffer("int64_t[]", lanes), len(lanes), rounds, rotate_left, int(others != INF),
-                 self.regs, self.specials, self.context, ffi.from_buffer("int64_t[]", self.park),
-                 ffi.from_buffer("int64_t[]", info), pc, first_part, first_end, last_end, last_part, last_start)
+                 self.regs, self.specials, self.context, *self.park_and_info, pc, first_part, first_end, last_end,
+                 last_part, last_start)
         (done, warp_sum, lane_sum, result, remaining, parked, left, rotated, entered, in_part, stop, first_warps,
          run_end, last_done, last_warps) = info.tolist()
         if done:
@@ -435,14 +437,12 @@ class BatchCode:
             return last_end, sel, others, backward, last_warps
         return (branch.pc + 1 if left else head), sel, others, backward, last_warps
 
-    def _turn_end(self, unit, head: int, skip: int, per_round: int, rounds: int, turn_left: Optional[int]):
+    def _turn_end(self, unit, head: int, skip: int, per_round: int, rounds: int, turn_left: int):
         """(last_end, last_part, last_start) for a loop's run: where the turn ends inside the body after its rounds,
         the gx_part pointer that runs its region from last_start up to it (NULL when the unit can: last_end ends a
         region or follows a store); last_end is the head when the turn does not end inside the body, or when its
         region's part is not compiled."""
         null = self.code.ffi.NULL
-        if turn_left is None:
-            return head, null, head
         turn_rounds, leftover = divmod(turn_left + skip, per_round)
         batch = self.batch
         if leftover == 0 or rounds != turn_rounds or batch.steps + turn_left > batch.max_steps:
