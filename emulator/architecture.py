@@ -31,7 +31,7 @@ LAYERS: Tuple[Layer, ...] = (
           "errors, text safe to print, the private signed cache, source files, files written whole"),
     Layer("ir", 2, ("emulator.ir",), "the lowered program every front end produces and the machine runs"),
     Layer("memory", 2, ("emulator.memory",), "address spaces, allocations, the C memory core and its numpy twin"),
-    Layer("accel", 2, ("emulator.accel",), "compiled helpers: arithmetic isa's functions may use, lane scans for schedulers"),
+    Layer("accel", 2, ("emulator.accel",), "compiled helpers: arithmetic isa's functions may use, lane scans and random turns for schedulers"),
     Layer("frontend", 3, ("emulator.frontend",), "readers of programs: PTX and SASS text to IR"),
     Layer("machine", 3, ("emulator.machine",),
           "warps, scheduling, barriers, calls; executors binding IR instructions to a batch's registers"),
