@@ -654,6 +654,23 @@ def test_auto_compiles_the_partial_module_once_partial_runs_have_cost_about_a_co
     assert calls.index(True) > 1 and all(calls[calls.index(True):])
 
 
+def test_a_compiled_launch_after_auto_ones_compiles_the_partial_module(monkeypatch):
+    """An "auto" launch leaves the partial module to be earned by interpreted parts; a later launch of the program
+    under "compiled" compiles it at its first part (the main module is in this process already)."""
+    monkeypatch.setenv("GPUEMU_NO_CACHE", "1")
+    text = CHAIN.replace("0x5a5a", "0x6b6b")
+    data = np.arange(256, dtype=np.uint32)
+    args = lambda: [data, np.zeros(256, dtype=np.uint32), np.uint32(1 << 20)]
+    Module(text, "chain.ptx", Device()).kernel("chain").launch(1, 256, args(), engine="compiled")
+    calls = _partial_lookups(monkeypatch)
+    kernel = Module(text, "chain.ptx", Device()).kernel("chain")
+    kernel.launch(1, 256, args(), engine="auto", policy=make_policy("random", 0))
+    assert calls and not any(calls)
+    del calls[:]
+    kernel.launch(1, 256, args(), engine="compiled", policy=make_policy("random", 0))
+    assert calls and all(calls)
+
+
 # ---- turns that start or end inside a compiled loop's body ---------------------------------------------------
 
 WALK = """

@@ -219,6 +219,23 @@ MMA_F16_RESULT_IN_FOUR_REGISTERS = FUZZED_HEADER + """.visible .entry k()
 }
 """
 
+MMA_F64_M16N8K8 = FUZZED_HEADER + """.visible .entry k()
+{
+    .reg .f64 %fd<15>;
+    mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%fd1,%fd2,%fd3,%fd4}, {%fd5,%fd6,%fd7,%fd8}, {%fd9,%fd10}, {%fd11,%fd12,%fd13,%fd14};
+    ret;
+}
+"""
+
+MMA_M8N8K4_F16 = FUZZED_HEADER + """.visible .entry k()
+{
+    .reg .f32 %f<17>;
+    .reg .b32 %r<5>;
+    mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%f1,%f2,%f3,%f4,%f5,%f6,%f7,%f8}, {%r1,%r2}, {%r3,%r4}, {%f9,%f10,%f11,%f12,%f13,%f14,%f15,%f16};
+    ret;
+}
+"""
+
 PARAM_LOAD_FROM_A_FUNCTION = FUZZED_HEADER + """.func (.param .b32 r) f()
 {
     st.param.b32 [r], 0;
@@ -274,6 +291,8 @@ SHFL_INTO_SPECIAL_REGISTER = FUZZED_HEADER + """.visible .entry k()
     (MBARRIER_DOUBLE_COUNT, 11, "malformed operands"),
     (WMMA_LOAD_LONG_FRAGMENT, 10, "a wmma .m32n8k16 a fragment of .s8 takes 4 registers, not 5"),
     (MMA_F16_RESULT_IN_FOUR_REGISTERS, 11, "the d fragment of mma.sync .m16n8k8 .f16 takes 2 registers, not 4"),
+    (MMA_F64_M16N8K8, 7, "mma.sync m16n8k8 with .f64 inputs is not supported"),
+    (MMA_M8N8K4_F16, 8, "mma.sync m8n8k4 with .f16 inputs is not supported"),
 ])
 def test_fuzzer_found_operand_forms_are_errors_at_their_line(text, line, message):
     with pytest.raises(GpuemuError) as caught:

@@ -193,8 +193,7 @@ class RandomTurns:
             state.until_sensitive = _ffi.from_buffer("int64_t[]", rules.until_sensitive)
             state.chances = _ffi.from_buffer("double[]", rules.chances)
             state.result = _ffi.from_buffer("int64_t[]", self.result)
-            #: what the state points to: the arrays (and the uniforms, bound before each turn) stay alive with it
-            self.bound = (pcs, self.scan, rules, self.result)
+            #: the uniforms' pointers the state holds (bound again when the stream draws a new block)
             self.uniforms = None
 
 

@@ -8,9 +8,9 @@
 #pragma GCC optimize("O3")
 #endif
 
-/* x86-64 Linux with GCC: an AVX2 build of the scans as well, picked at load time where the CPU has it (SSE2 has no
-   32-bit integer min: a warp's lowest pc costs three times as much without it) */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+/* x86-64 glibc Linux with GCC: an AVX2 build of the scans as well, picked at load time where the CPU has it (SSE2 has
+   no 32-bit integer min: a warp's lowest pc costs three times as much without it) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__)
 #define GL_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define GL_CLONES

@@ -1,5 +1,5 @@
-"""cffi (API mode) build of the C accelerators (arithmetic, lane scans, random turns); `python -m emulator.accel.build_arith` builds
-in place."""
+"""cffi (API mode) build of the C accelerators (arithmetic, lane scans, random turns); `python -m
+emulator.accel.build_arith` builds in place."""
 from __future__ import annotations
 
 import os

@@ -22,7 +22,8 @@ from typing import Optional
 import numpy as np
 
 from emulator import ir
-from emulator.accel import SPLIT_TURN, WARP_TURN, RandomTurns, TurnRules, Uniforms, index_below, random_turn, warp_lowest
+from emulator.accel import (SPLIT_TURN, WARP_TURN, RandomTurns, TurnRules,
+                            Uniforms, index_below, random_turn, warp_lowest)
 from emulator.machine.batch import SPIN_ROTATE
 from emulator.machine.lanes import ALL
 from emulator.machine.states import INF
@@ -138,7 +139,8 @@ class RandomSchedule(_WarpPolicy):
 
     def _reset(self, batch) -> None:
         super()._reset(batch)
-        rules = TurnRules([(1 - 1 / MEAN_TURN) ** k for k in range(1, MAX_TURN)], _until_sensitive(batch.program.instrs),
+        rules = TurnRules([(1 - 1 / MEAN_TURN) ** k for k in range(1, MAX_TURN)],
+                          _until_sensitive(batch.program.instrs),
                           (CATCH_UP_WEIGHT, SINGLE_WARP_TURNS, STOP_BEFORE_STORES))
         #: the turns' state: every pc of the program and the one after the last can start a turn
         self.turns = RandomTurns(batch.rpc, len(batch.program.instrs) + 1, rules, INF)

@@ -217,7 +217,9 @@ def build_mma(batch, instr: ir.Instr):
     decoded = instr.decoded
     shape = decoded.get("mmashape")
     dtype, atype, btype, ctype = decoded.types
-    if shape not in ("m16n8k16", "m16n8k8", "m8n8k4") or atype not in ("f16", "bf16", "tf32", "f64"):
+    # gpuemu's fragment layouts: .f64 only at m8n8k4, and m8n8k4 only with .f64
+    if shape not in ("m16n8k16", "m16n8k8", "m8n8k4") or atype not in ("f16", "bf16", "tf32", "f64") or \
+            (atype == "f64") != (shape == "m8n8k4"):
         raise batch.lowering_error(instr, f"mma.sync {shape} with .{atype} inputs is not supported")
     layouts = tuple(value for category, value in decoded.mods if category == "mmalayout")
     if layouts != ("row", "col"):
@@ -238,7 +240,7 @@ def build_mma(batch, instr: ir.Instr):
         wanted = np.broadcast(rows, cols).shape[1] // (2 if kind in ("f16", "bf16") else 1)
         if len(regs(ref)) != wanted:
             raise batch.lowering_error(instr, f"the {name} fragment of mma.sync .{shape} .{kind} takes {wanted} "
-                                              f"registers, not {len(regs(ref))}")
+                                              f"register{'s' if wanted > 1 else ''}, not {len(regs(ref))}")
     multiply_add = semantics(decoded)
 
     def gather(readers, threads, kind):

@@ -103,13 +103,14 @@ class ProgramCode:
 
     def partial(self, first: int, steps: int, thread_instructions: int):
         """The gx_part function of the region that starts at first, or None while the partial module is not compiled:
-        at once for "compiled"; under "auto" when the cache has it, or once the interpreter has done about a compile's
-        worth of the partial runs it would take (counted here, as interpreted() counts)."""
+        at once for "compiled" (also after "auto" launches of the program); under "auto" when the cache has it, or once
+        the interpreter has done about a compile's worth of the partial runs it would take (counted here, as
+        interpreted() counts)."""
         if self.partials is not None:
             return self.partial_functions[first]
         if self.partial_state == "failed":
             return None
-        if self.partial_state == "unprobed":
+        if self.partial_state == "unprobed" or (self.eager and self.partial_state == "counting"):
             self.partial_state = "counting"
             self._compile_partials(cached_only=not self.eager)
         elif not self.eager:
@@ -130,9 +131,10 @@ class ProgramCode:
             self.partial_functions = {items[0].pc: getattr(self.partials, f"gx_part_{items[0].pc}")
                                       for items, _, _ in self.generated.regions}
             ffi = self.partial_ffi
-            #: the same functions as pointers of the main module, for the loops that start inside their region
+            #: the same functions as pointers of the main module, for loop runs that start or end inside a region
             self.partial_pointers = {
-                first: self.ffi.cast("void *", int(ffi.cast("uintptr_t", ffi.addressof(self.partials, f"gx_part_{first}"))))
+                first: self.ffi.cast("void *", int(ffi.cast("uintptr_t",
+                                                            ffi.addressof(self.partials, f"gx_part_{first}"))))
                 for first in self.partial_functions}
             self.compile_seconds += built[2]
 
@@ -352,9 +354,9 @@ class BatchCode:
         keep the group in it and no check is due (the step limit, the spin watch, the rotation after rotate_limit
         backward branches while other groups wait, the end of a scheduling policy's turn after turn_left
         instructions; such a turn's last instructions, when it ends inside the body, run too). Returns None when no
-        round ran (or pc is not the head and the partial module is not compiled), else (pc, sel, others, backward,
-        the warps of sel): pc is the head again, the branch (the body handed an instruction to the interpreter), the pc after the
-        branch (every lane left the loop) or where the turn ended."""
+        round ran (or pc is inside a region and the partial module is not compiled), else (pc, sel, others, backward,
+        the warps of sel): pc is the head again, the branch (the body handed an instruction to the interpreter), the
+        pc after the branch (every lane left the loop) or where the turn ended."""
         code = self.code
         batch = self.batch
         head = code.loop_of.get(pc) if code.ready else None
@@ -376,10 +378,13 @@ class BatchCode:
         unit = code.units_at[pc][0]
         first_part, first_end = code.ffi.NULL, head
         if skip:
-            first = unit.region_start.get(pc)
-            if first is None or code.partials is None:
+            first = unit.region_start.get(pc, pc)
+            if first == pc:
+                first_end = pc
+            elif code.partials is None:
                 return None
-            first_part, first_end = code.partial_pointers[first], unit.region_end[pc]
+            else:
+                first_part, first_end = code.partial_pointers[first], unit.region_end[pc]
         last_end, last_part, last_start = (head, code.ffi.NULL, head) if turn_left is None else \
             self._turn_end(unit, head, skip, per_round, rounds, turn_left)
         if not self.bound:

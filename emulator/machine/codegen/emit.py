@@ -1386,7 +1386,8 @@ def _loop_function(head: int, branch: ir.Instr, unit: UnitPlan) -> str:
     lanes, then the branch; lanes that fall through wait at the branch's next pc (parked), the rest go round.
     Stops after max_rounds rounds, when every lane falls through, or when the body needs the interpreter.
     The first round may start inside the body, at start: first_part (a gx_part function of the partial module) runs
-    start up to first_end, the end of its region, and the unit the rest. After max_rounds rounds, a turn that ends
+    start up to first_end, the end of its region, and the unit the rest (all of it when first_part is NULL and
+    first_end is start: a region's first instruction or a store). After max_rounds rounds, a turn that ends
     inside the body runs on to last_end: the unit up to last_start, last_part (when not NULL) the rest. info: rounds
     run (the first counted whole), warps and lanes summed over them, the result of the run that stopped them (-1:
     none), the lanes that go on, how many parked, whether every lane left, rotations; then, of the run that stopped
@@ -1411,10 +1412,12 @@ int64_t gx_loop_{head}(int64_t *sel, int64_t n, int64_t max_rounds, int64_t rota
     for (;;) {{
         if (rounds >= max_rounds) {{ exhausted = 1; break; }}
         if (start != {head}) {{
-            entered = start;
-            stop = first_end;
-            result = ((gx_part_fn)first_part)(start, first_end, dense ? NULL : sel, n, R, S, ctx);
-            if (result != -1) {{ in_part = 1; break; }}
+            if (first_part) {{
+                entered = start;
+                stop = first_end;
+                result = ((gx_part_fn)first_part)(start, first_end, dense ? NULL : sel, n, R, S, ctx);
+                if (result != -1) {{ in_part = 1; break; }}
+            }}
             start = {head};
             if (first_end < {branch.pc}) {{
                 entered = first_end;
