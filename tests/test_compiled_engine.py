@@ -777,3 +777,39 @@ def test_a_load_faulting_in_a_loop_entered_or_left_mid_body_reports_what_the_int
     compiled = _walk(seed, bad, "compiled")[:3]
     assert compiled == _walk(seed, bad, "interpreter")[:3]
     assert f"thread ({bad % 1024},0,0)" in compiled[0]
+
+
+def _refused_inline(monkeypatch) -> list:
+    """Give the compiled code a copy of the memory core's struct with no allocations: every inline check refuses, so
+    regions and stores hand their lanes to the interpreter, which serves them from the real memory without a fault.
+    Returns a list that gets each loop run's result (what the interpreter took over)."""
+    from emulator.machine import codegen
+    from emulator.memory._gpuemu_core import ffi
+    refresh, loop = codegen.BatchCode._refresh_memory, codegen.BatchCode.loop
+    copies, handbacks = [], []
+
+    def refresh_with_no_allocations(self):
+        refresh(self)
+        empty = ffi.new("gm_memory *", ffi.cast("gm_memory *", self.batch.memory.core_state()[0])[0])
+        empty.n_allocs = 0
+        copies.append(empty)
+        self.context.memory = self.code.ffi.cast("void *", int(ffi.cast("uintptr_t", empty)))
+        self._memory_state = None
+
+    def counted_loop(self, *args):
+        ran = loop(self, *args)
+        handbacks.append(ran is not None and self.info[3] != -1)
+        return ran
+    monkeypatch.setattr(codegen.BatchCode, "_refresh_memory", refresh_with_no_allocations)
+    monkeypatch.setattr(codegen.BatchCode, "loop", counted_loop)
+    return handbacks
+
+
+def test_loop_runs_handed_to_the_interpreter_without_a_fault_keep_the_interpreters_counters(monkeypatch):
+    """Loads and stores the compiled code refuses but the memory core serves: each loop run the interpreter finishes
+    (from the body's start, mid-body or before a turn's end) leaves the outputs and counters the interpreter gives."""
+    expected = [_walk(seed, 1 << 30, "interpreter")[:3] for seed in range(4)]
+    handbacks = _refused_inline(monkeypatch)
+    for seed in range(4):
+        assert _walk(seed, 1 << 30, "compiled")[:3] == expected[seed]
+    assert sum(handbacks) >= 20, handbacks
